@@ -1,0 +1,18 @@
+// TensorIterators for the element-wise kernels of both backends: they broadcast the inputs to the
+// preallocated output and merge dimensions, so dense tensors of any layout become one flat run.
+#pragma once
+
+#include <ATen/TensorIterator.h>
+
+namespace gpuaug {
+
+inline at::TensorIterator make_iterator(const at::Tensor& out, const at::Tensor& in0) {
+  return at::TensorIteratorConfig().add_output(out).add_const_input(in0).build();
+}
+
+inline at::TensorIterator make_iterator(const at::Tensor& out, const at::Tensor& in0,
+                                        const at::Tensor& in1) {
+  return at::TensorIteratorConfig().add_output(out).add_const_input(in0).add_const_input(in1).build();
+}
+
+}  // namespace gpuaug

@@ -1,0 +1,32 @@
+// Autograd kernel of gpuaug::round_ste: the straight-through estimator.
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include "gpuaug/ops.h"
+#include "ops/backward.h"
+
+namespace gpuaug {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class RoundSteFunction : public torch::autograd::Function<RoundSteFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return gpuaug::round_ste(x);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    return {gpuaug::round_ste_backward(grad_outputs[0])};
+  }
+};
+
+at::Tensor round_ste_autograd(const at::Tensor& x) { return RoundSteFunction::apply(x); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(gpuaug, Autograd, m) { m.impl("round_ste", &round_ste_autograd); }
+
+}  // namespace gpuaug

@@ -1,0 +1,41 @@
+#include "ops/checks.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/util/Exception.h>
+
+namespace gpuaug {
+
+void check_floating(const char* op, const char* arg, const at::Tensor& t) {
+  TORCH_CHECK(t.defined(), op, ": argument '", arg, "' is an undefined tensor");
+  const auto dtype = t.scalar_type();
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf ||
+                  dtype == at::kBFloat16,
+              op, ": expected argument '", arg,
+              "' to have a floating dtype (float32, float64, float16 or bfloat16), but got ",
+              dtype);
+}
+
+void check_same_dtype_and_device(const char* op, const char* arg_a, const at::Tensor& a,
+                                 const char* arg_b, const at::Tensor& b) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), op, ": expected '", arg_b,
+              "' to have the dtype of '", arg_a, "' (", a.scalar_type(), "), but got ",
+              b.scalar_type());
+  TORCH_CHECK(a.device() == b.device(), op, ": expected '", arg_b, "' on the device of '",
+              arg_a, "' (", a.device(), "), but got ", b.device());
+}
+
+void check_same_shape(const char* op, const char* arg_a, const at::Tensor& a, const char* arg_b,
+                      const at::Tensor& b) {
+  TORCH_CHECK(a.sym_sizes() == b.sym_sizes(), op, ": expected '", arg_b, "' to have the shape of '",
+              arg_a, "' ", a.sym_sizes(), ", but got ", b.sym_sizes());
+}
+
+at::Tensor empty_dense_like(const at::Tensor& x) {
+  if (x.is_non_overlapping_and_dense()) {
+    return at::empty_strided_symint(x.sym_sizes(), x.sym_strides(), x.options());
+  }
+  return at::empty_symint(x.sym_sizes(), x.options());
+}
+
+}  // namespace gpuaug

@@ -1,0 +1,87 @@
+// gpuaug::mul: schema, C++ API and Meta kernels.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include "gpuaug/ops.h"
+#include "ops/backward.h"
+#include "ops/checks.h"
+#include "ops/meta.h"
+
+namespace gpuaug {
+
+TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
+  m.def("mul(Tensor a, Tensor b) -> Tensor");
+  m.def("mul_backward(Tensor grad, Tensor a, Tensor b) -> (Tensor, Tensor)");
+}
+
+at::Tensor mul(const at::Tensor& a, const at::Tensor& b) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("gpuaug::mul", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op.call(a, b);
+}
+
+std::tuple<at::Tensor, at::Tensor> mul_backward(const at::Tensor& grad, const at::Tensor& a,
+                                                const at::Tensor& b) {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("gpuaug::mul_backward", "")
+          .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                    const at::Tensor&)>();
+  return op.call(grad, a, b);
+}
+
+namespace {
+
+// PyTorch's broadcasting rule, with an error that names the op.
+c10::SymDimVector broadcast_shape(const char* op, const at::Tensor& a, const at::Tensor& b) {
+  const auto sa = a.sym_sizes();
+  const auto sb = b.sym_sizes();
+  const size_t ndim = std::max(sa.size(), sb.size());
+  c10::SymDimVector shape(ndim, 1);
+  for (size_t i = 0; i < ndim; ++i) {
+    const c10::SymInt da = i < sa.size() ? sa[sa.size() - 1 - i] : c10::SymInt(1);
+    const c10::SymInt db = i < sb.size() ? sb[sb.size() - 1 - i] : c10::SymInt(1);
+    TORCH_CHECK(da == db || da == 1 || db == 1, op, ": shapes of 'a' ", sa, " and 'b' ", sb,
+                " do not broadcast (dimension ", int64_t(ndim) - 1 - int64_t(i), ": ", da, " vs ",
+                db, ")");
+    shape[ndim - 1 - i] = da == 1 ? db : da;
+  }
+  return shape;
+}
+
+void check_mul_args(const char* op, const at::Tensor& a, const at::Tensor& b) {
+  check_floating(op, "a", a);
+  check_same_dtype_and_device(op, "a", a, "b", b);
+}
+
+}  // namespace
+
+at::Tensor mul_meta(const at::Tensor& a, const at::Tensor& b) {
+  check_mul_args("gpuaug::mul", a, b);
+  const auto shape = broadcast_shape("gpuaug::mul", a, b);
+  // Operands of one shape and one dense layout keep it (channels_last stays channels_last).
+  if (a.sym_sizes() == b.sym_sizes() && a.sym_strides() == b.sym_strides()) {
+    return empty_dense_like(a);
+  }
+  return at::empty_symint(shape, a.options());
+}
+
+std::tuple<at::Tensor, at::Tensor> mul_backward_meta(const at::Tensor& grad, const at::Tensor& a,
+                                                     const at::Tensor& b) {
+  check_mul_args("gpuaug::mul_backward", a, b);
+  check_same_dtype_and_device("gpuaug::mul_backward", "a", a, "grad", grad);
+  const auto shape = broadcast_shape("gpuaug::mul_backward", a, b);
+  TORCH_CHECK(grad.sym_sizes() == c10::SymIntArrayRef(shape),
+              "gpuaug::mul_backward: expected 'grad' of the broadcast shape ", shape, ", but got ",
+              grad.sym_sizes());
+  return {empty_dense_like(a), empty_dense_like(b)};
+}
+
+TORCH_LIBRARY_IMPL(gpuaug, Meta, m) {
+  m.impl("mul", &mul_meta);
+  m.impl("mul_backward", &mul_backward_meta);
+}
+
+}  // namespace gpuaug
