@@ -3,6 +3,9 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/ArrayRef.h>
+
+#include <optional>
 
 namespace gpuaug {
 
@@ -14,5 +17,20 @@ at::Tensor mul(const at::Tensor& a, const at::Tensor& b);
 
 // floor(x + 0.5) (ties round up, unlike torch.round); straight-through gradient.
 at::Tensor round_ste(const at::Tensor& x);
+
+// Fused per-pixel colour augmentation of [C, H, W], [N, C, H, W] or [N, T, C, H, W] images
+// (float32, float64, float16, bfloat16 or uint8 read as v / 255), per sample:
+//   y_c = clamp(x_c * color_c * sum(x) / (sum(x * color) + 0.01), 0, 1) ^ gamma
+//   out_c = clamp(0.5 + (y_c + brightness - 0.5) * contrast, 0, 1), then (out_c - mean_c) / std_c
+// color is [C] or [N, C]; brightness, contrast and gamma are [] or [N]. Samples whose `apply` is
+// false pass through unchanged (converted and normalised). `dtype` sets the output dtype.
+// Differentiable in the image and all four parameters for floating images and outputs.
+at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
+                           const at::Tensor& brightness, const at::Tensor& contrast,
+                           const at::Tensor& gamma,
+                           const std::optional<at::Tensor>& apply = std::nullopt,
+                           std::optional<at::ScalarType> dtype = std::nullopt,
+                           std::optional<c10::ArrayRef<double>> mean = std::nullopt,
+                           std::optional<c10::ArrayRef<double>> stddev = std::nullopt);
 
 }  // namespace gpuaug
