@@ -14,6 +14,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+
+#ifdef __CUDACC__
+#define GPUAUG_UNROLL _Pragma("unroll")
+#else
+#define GPUAUG_UNROLL
+#endif
 
 namespace gpuaug::color {
 
@@ -93,6 +100,12 @@ C10_HOST_DEVICE inline P load(T v) {
 }
 template <typename P>
 C10_HOST_DEVICE inline P load(uint8_t v) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) {
+    // 2^23 + v read as a float, minus 2^23: integer ops instead of the scarce conversion unit.
+    return (__uint_as_float(0x4B000000u | v) - 8388608.0f) * (1.0f / 255.0f);
+  }
+#endif
   return static_cast<P>(v) * P(1.0 / 255.0);
 }
 
@@ -103,8 +116,14 @@ C10_HOST_DEVICE inline T store(P v) {
 }
 template <>
 C10_HOST_DEVICE inline uint8_t store<uint8_t, float>(float v) {
+#ifdef __CUDA_ARCH__
+  // Adding 1.5 * 2^23 rounds to an integer (ties to even) in the low mantissa bits.
+  const float r = fminf(fmaxf(v * 255.0f, 0.0f), 255.0f);  // fmaxf drops NaN: -> 0
+  return static_cast<uint8_t>(__float_as_uint(r + 12582912.0f) & 0xFFu);
+#else
   const float r = std::nearbyint(v * 255.0f);
   return static_cast<uint8_t>(r >= 0.0f ? (r < 255.0f ? r : 255.0f) : 0.0f);  // NaN -> 0
+#endif
 }
 template <>
 C10_HOST_DEVICE inline uint8_t store<uint8_t, double>(double v) {
@@ -127,13 +146,13 @@ C10_HOST_DEVICE inline void forward_pixel(P (&x)[kArray<C>], int channels, const
                                           const SampleParams<P>& s) {
   const int nc = C > 0 ? C : channels;
   P s_in = 0, s_out = 0;
-#pragma unroll
+  GPUAUG_UNROLL
   for (int c = 0; c < nc; ++c) {
     s_in += x[c];
     s_out += x[c] * color[c];
   }
   const P scale = pixel_scale(s_in, s_out);
-#pragma unroll
+  GPUAUG_UNROLL
   for (int c = 0; c < nc; ++c) x[c] = channel_forward(x[c] * color[c], scale, s);
 }
 
@@ -146,7 +165,7 @@ C10_HOST_DEVICE inline void backward_pixel(const P (&x)[kArray<C>], P (&g)[kArra
                                            ScalarGrads<P>& acc) {
   const int nc = C > 0 ? C : channels;
   P s_in = 0, s_out = 0;
-#pragma unroll
+  GPUAUG_UNROLL
   for (int c = 0; c < nc; ++c) {
     s_in += x[c];
     s_out += x[c] * color[c];
@@ -154,7 +173,7 @@ C10_HOST_DEVICE inline void backward_pixel(const P (&x)[kArray<C>], P (&g)[kArra
   const P denominator = s_out + P(kSumEpsilon);
   const P scale = s_in / denominator;
   P d_scale = 0;
-#pragma unroll
+  GPUAUG_UNROLL
   for (int c = 0; c < nc; ++c) {
     const P y = x[c] * color[c];
     g[c] = channel_backward(g[c], y, scale, s, acc);  // now dL/du_c
@@ -162,7 +181,7 @@ C10_HOST_DEVICE inline void backward_pixel(const P (&x)[kArray<C>], P (&g)[kArra
   }
   const P d_sum_in = d_scale / denominator;
   const P d_sum_out = -d_scale * scale / denominator;
-#pragma unroll
+  GPUAUG_UNROLL
   for (int c = 0; c < nc; ++c) {
     const P dy = g[c] * scale + d_sum_out;
     grad_color[c] += dy * x[c];

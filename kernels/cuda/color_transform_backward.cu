@@ -1,0 +1,228 @@
+// color_transform backward on the GPU: recomputes the forward per pixel, writes the image
+// gradient, and sums the parameter gradients per block in a fixed order (warp shuffles, then one
+// thread over the warps), so the result is bitwise reproducible: no atomics.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include "kernels/cuda/color_common.cuh"
+#include "ops/color_transform.h"
+
+namespace gpuaug::cuda::color {
+namespace {
+
+using namespace gpuaug::color;
+
+constexpr int kWarps = kThreads / 32;
+constexpr int64_t kMaxBlocksPerImage = 64;
+
+// Sums values[0..count) over the block; thread 0 writes them to out. All threads must call.
+template <typename P, int N>
+__device__ void block_sum_to(P (&values)[N], int count, P* out, P* shared /* [kWarps * N] */) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int i = 0; i < count; ++i) {
+    P v = values[i];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (lane == 0) shared[warp * N + i] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < count; ++i) {
+      P total = 0;
+      for (int w = 0; w < kWarps; ++w) total += shared[w * N + i];
+      out[i] = total;
+    }
+  }
+  __syncthreads();
+}
+
+template <typename P, int C>
+__device__ __forceinline__ void pack_sums(P (&sums)[kArray<C> + 3], const P (&grad_color)[kArray<C>],
+                                          const ScalarGrads<P>& acc, int channels) {
+  for (int c = 0; c < channels; ++c) sums[c] = grad_color[c];
+  sums[channels] = acc.brightness;
+  sums[channels + 1] = acc.contrast;
+  sums[channels + 2] = acc.gamma;
+}
+
+template <typename in_t, typename g_t, typename P, bool Interleaved>
+__global__ void __launch_bounds__(kThreads)
+backward_vectorized(const in_t* __restrict__ in, const g_t* __restrict__ grad,
+                    in_t* __restrict__ grad_in, P* __restrict__ partial_sums, int64_t images,
+                    int64_t frames, int64_t pixels, const __grid_constant__ Params<P> p) {
+  constexpr int C = kChannels;
+  constexpr int V = kPixelsPerGroup<in_t, g_t>;
+  __shared__ P shared[kWarps * (C + 3)];
+  const int64_t groups = pixels / V;
+  for (int64_t image = blockIdx.y; image < images; image += gridDim.y) {
+    const int64_t n = image / frames;
+    const bool apply = p.applies(n);
+    const P* color_row = p.color_of(n);
+    const P color[C] = {color_row[0], color_row[1], color_row[2]};
+    const SampleParams<P> s = p.sample(n);
+    const int64_t offset = image * C * pixels;
+    P grad_color[C] = {};
+    ScalarGrads<P> acc;
+    for (int64_t g = int64_t(blockIdx.x) * kThreads + threadIdx.x; g < groups;
+         g += int64_t(gridDim.x) * kThreads) {
+      in_t raw_x[C][V];
+      g_t raw_g[C][V];
+      if constexpr (Interleaved) {
+        const auto x_chunk = load_chunk<in_t, C * V>(in + offset + g * V * C);
+        const auto g_chunk = load_chunk<g_t, C * V>(grad + offset + g * V * C);
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            raw_x[c][j] = x_chunk.v[j * C + c];
+            raw_g[c][j] = g_chunk.v[j * C + c];
+          }
+      } else {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const auto x_chunk = load_chunk<in_t, V>(in + offset + c * pixels + g * V);
+          const auto g_chunk = load_chunk<g_t, V>(grad + offset + c * pixels + g * V);
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            raw_x[c][j] = x_chunk.v[j];
+            raw_g[c][j] = g_chunk.v[j];
+          }
+        }
+      }
+      in_t result[C][V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        P x[C], d[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          x[c] = load<P>(raw_x[c][j]);
+          d[c] = load<P>(raw_g[c][j]) * p.inv_std[c];
+        }
+        if (apply) backward_pixel<C>(x, d, C, color, s, grad_color, acc);
+#pragma unroll
+        for (int c = 0; c < C; ++c) result[c][j] = store<in_t>(d[c]);
+      }
+      if constexpr (Interleaved) {
+        Chunk<in_t, C * V> chunk;
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+#pragma unroll
+          for (int c = 0; c < C; ++c) chunk.v[j * C + c] = result[c][j];
+        store_chunk(grad_in + offset + g * V * C, chunk);
+      } else {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          Chunk<in_t, V> chunk;
+#pragma unroll
+          for (int j = 0; j < V; ++j) chunk.v[j] = result[c][j];
+          store_chunk(grad_in + offset + c * pixels + g * V, chunk);
+        }
+      }
+    }
+    P sums[C + 3];
+    pack_sums<P, C>(sums, grad_color, acc, C);
+    block_sum_to(sums, C + 3, partial_sums + (image * gridDim.x + blockIdx.x) * (C + 3), shared);
+  }
+}
+
+// Any channel count and alignment: one pixel per thread, channels in local arrays.
+template <typename in_t, typename g_t, typename P>
+__global__ void __launch_bounds__(kThreads)
+backward_per_pixel(const in_t* __restrict__ in, const g_t* __restrict__ grad,
+                   in_t* __restrict__ grad_in, P* __restrict__ partial_sums, int64_t images,
+                   int64_t frames, int64_t pixels, int channels, bool interleaved,
+                   const __grid_constant__ Params<P> p) {
+  __shared__ P shared[kWarps * (kMaxChannels + 3)];
+  const int64_t channel_step = interleaved ? 1 : pixels;
+  const int64_t pixel_step = interleaved ? channels : 1;
+  for (int64_t image = blockIdx.y; image < images; image += gridDim.y) {
+    const int64_t n = image / frames;
+    const bool apply = p.applies(n);
+    const P* color = p.color_of(n);
+    const SampleParams<P> s = p.sample(n);
+    const int64_t offset = image * channels * pixels;
+    P grad_color[kMaxChannels] = {};
+    ScalarGrads<P> acc;
+    for (int64_t px = int64_t(blockIdx.x) * kThreads + threadIdx.x; px < pixels;
+         px += int64_t(gridDim.x) * kThreads) {
+      const int64_t at = offset + px * pixel_step;
+      P x[kMaxChannels], d[kMaxChannels];
+      for (int c = 0; c < channels; ++c) {
+        x[c] = load<P>(in[at + c * channel_step]);
+        d[c] = load<P>(grad[at + c * channel_step]) * p.inv_std[c];
+      }
+      if (apply) backward_pixel<0>(x, d, channels, color, s, grad_color, acc);
+      for (int c = 0; c < channels; ++c) grad_in[at + c * channel_step] = store<in_t>(d[c]);
+    }
+    P sums[kMaxChannels + 3];
+    pack_sums<P, 0>(sums, grad_color, acc, channels);
+    block_sum_to(sums, channels + 3,
+                 partial_sums + (image * gridDim.x + blockIdx.x) * (channels + 3), shared);
+  }
+}
+
+ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& image,
+                                    const at::Tensor& color, const at::Tensor& brightness,
+                                    const at::Tensor& contrast, const at::Tensor& gamma,
+                                    const std::optional<at::Tensor>& apply,
+                                    std::optional<c10::ArrayRef<double>> stddev) {
+  ColorGrads grads = color_transform_backward_meta(grad, image, color, brightness, contrast, gamma,
+                                                   apply, stddev);
+  const c10::cuda::CUDAGuard device_guard(image.device());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  at::Tensor& grad_image = std::get<0>(grads);
+  const at::Tensor in = color_dense_image(image);
+  // The kernels read grad in the image's layout.
+  const at::Tensor grad_in =
+      grad.strides() == grad_image.strides()
+          ? grad
+          : at::empty_like(grad_image, grad_image.options().dtype(grad.scalar_type())).copy_(grad);
+  const ColorGeometry g = color_geometry(in);
+  const int64_t images = g.samples * g.frames;
+  const auto compute_dtype = color_compute_dtype(in);
+  at::Tensor partial_sums;
+  dispatch_dtypes<false>(in.scalar_type(), grad.scalar_type(), [&](auto in_tag, auto g_tag) {
+    using in_t = typename decltype(in_tag)::type;
+    using g_t = typename decltype(g_tag)::type;
+    using P = compute_t<in_t>;
+    constexpr int V = kPixelsPerGroup<in_t, g_t>;
+    const auto* x = in.const_data_ptr<in_t>();
+    const auto* dy = grad_in.const_data_ptr<g_t>();
+    auto* dx = grad_image.mutable_data_ptr<in_t>();
+    const bool vectorized = g.channels == kChannels && g.pixels % V == 0 && aligned16(x) &&
+                            aligned16(dy) && aligned16(dx);
+    const dim3 grid =
+        image_grid(vectorized ? g.pixels / V : g.pixels, images, kMaxBlocksPerImage);
+    partial_sums = at::empty({images, grid.x, g.channels + 3}, in.options().dtype(compute_dtype));
+    if (in.numel() == 0) {
+      partial_sums.zero_();
+      return;
+    }
+    const auto params =
+        make_params<P>(in, color, brightness, contrast, gamma, apply, std::nullopt, stddev);
+    P* sums = partial_sums.mutable_data_ptr<P>();
+    if (vectorized) {
+      auto kernel = g.interleaved ? backward_vectorized<in_t, g_t, P, true>
+                                  : backward_vectorized<in_t, g_t, P, false>;
+      kernel<<<grid, kThreads, 0, stream>>>(x, dy, dx, sums, images, g.frames, g.pixels,
+                                            params.params);
+    } else {
+      backward_per_pixel<in_t, g_t, P><<<grid, kThreads, 0, stream>>>(
+          x, dy, dx, sums, images, g.frames, g.pixels, static_cast<int>(g.channels),
+          g.interleaved, params.params);
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  color_reduce_param_grads(partial_sums, g, grads);
+  return grads;
+}
+
+}  // namespace
+}  // namespace gpuaug::cuda::color
+
+TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) {
+  m.impl("color_transform_backward", &gpuaug::cuda::color::color_transform_backward);
+}
