@@ -1,0 +1,89 @@
+"""gpuaug: fused PyTorch custom operators in C++/CUDA.
+
+The operators live in ``torch.ops.gpuaug`` and work in eager mode, TorchScript, torch.compile
+and torch.export; the functions here are thin typed wrappers over them.
+"""
+
+import os
+import re
+
+import torch
+
+try:
+    from . import _build_info
+except ImportError as e:  # the source tree, not an installed build
+    raise ImportError(
+        "gpuaug is not built: install it with `pip install --no-build-isolation .` "
+        "from the gpuaug source folder"
+    ) from e
+
+__all__ = ["relu", "mul", "round_ste", "library_path", "cmake_prefix_path"]
+
+__version__: str = _build_info.version
+
+# The install prefix of the C++ library: pass it as CMAKE_PREFIX_PATH to find_package(gpuaug).
+cmake_prefix_path: str = os.path.dirname(os.path.abspath(__file__))
+library_path: str = os.path.join(cmake_prefix_path, "lib", "libgpuaug.so")
+
+
+def _cuda_major_of(torch_version: str) -> int | None:
+    """13 for "2.11.0+cu130", None when the version names no CUDA build."""
+    m = re.search(r"\+cu(\d+)\d$", torch_version)
+    return int(m.group(1)) if m else None
+
+
+def _check_torch() -> None:
+    # libgpuaug links against libtorch's C++ ABI, which changes between releases: a mismatch
+    # would fail later with unresolved symbols or crash, so refuse up front.
+    built = _build_info.torch_version
+    running = torch.__version__
+    problem = None
+    if built.split("+")[0] != running.split("+")[0]:
+        problem = f"it was built against PyTorch {built}, but PyTorch {running} is running"
+    elif _build_info.with_cuda:
+        running_cuda = torch.version.cuda
+        built_major = _cuda_major_of(built)
+        if running_cuda is None:
+            problem = f"it was built with CUDA against PyTorch {built}, but PyTorch {running} has no CUDA"
+        elif built_major is not None and built_major != int(running_cuda.split(".")[0]):
+            problem = (
+                f"it was built against PyTorch {built} (CUDA {built_major}), but PyTorch "
+                f"{running} uses CUDA {running_cuda}"
+            )
+    if problem:
+        raise ImportError(
+            f"gpuaug {__version__} cannot be loaded: {problem}. Rebuild it against this PyTorch "
+            "with `pip install --no-build-isolation .` from the gpuaug source folder."
+        )
+
+
+_check_torch()
+torch.ops.load_library(library_path)
+
+
+def relu(x: torch.Tensor) -> torch.Tensor:
+    """Rectified linear unit, ``max(x, 0)``.
+
+    NaN stays NaN. The gradient is ``grad`` where ``x > 0`` and 0 elsewhere (0 at ``x == 0``).
+    Floating dtypes (float32, float64, float16, bfloat16) on CPU or CUDA.
+    """
+    return torch.ops.gpuaug.relu(x)
+
+
+def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Element-wise product ``a * b`` with PyTorch broadcasting.
+
+    ``a`` and ``b`` must have the same floating dtype and device (no type promotion). The
+    gradients are ``grad * b`` and ``grad * a``, summed back to the shapes of ``a`` and ``b``.
+    """
+    return torch.ops.gpuaug.mul(a, b)
+
+
+def round_ste(x: torch.Tensor) -> torch.Tensor:
+    """Round half up, ``floor(x + 0.5)``, with a straight-through (identity) gradient.
+
+    Ties round up (0.5 -> 1, -0.5 -> 0, 2.5 -> 3), unlike ``torch.round``, which rounds half to
+    even. The result is exact: ``x + 0.5`` is never rounded first. One fused kernel for what
+    the idiom ``x + (x.round() - x).detach()`` does in three.
+    """
+    return torch.ops.gpuaug.round_ste(x)

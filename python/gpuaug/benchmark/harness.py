@@ -1,0 +1,120 @@
+"""Timing harness of ``python -m gpuaug.benchmark``.
+
+A benchmark module registers a factory of cases::
+
+    @register
+    def cases(numel: int, device: torch.device) -> list[Case]:
+        return [Case("relu", (numel,), torch.float32, make_inputs, gpuaug.relu,
+                     torch.relu, "torch.relu", bytes_moved=2 * 4 * numel)]
+
+Every module of this package is imported by ``__main__``, so a new module is picked up as is.
+"""
+
+import dataclasses
+import math
+import statistics
+import time
+from typing import Any, Callable, Sequence
+
+import torch
+
+
+@dataclasses.dataclass
+class Case:
+    """Our op against a PyTorch baseline on the same inputs."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    make_inputs: Callable[[], tuple[Any, ...]]  # fresh random inputs, never zeros
+    ours: Callable[..., Any]
+    baseline: Callable[..., Any]
+    baseline_name: str
+    bytes_moved: int  # minimal traffic: each input read once, each output written once
+
+
+Factory = Callable[[int, torch.device], Sequence[Case]]
+FACTORIES: list[Factory] = []
+
+
+def register(factory: Factory) -> Factory:
+    FACTORIES.append(factory)
+    return factory
+
+
+def input_sets(case: Case, device: torch.device) -> list[tuple[Any, ...]]:
+    """Enough input sets that rotating through them never finds the previous one in L2."""
+    first = case.make_inputs()
+    nbytes = sum(t.numel() * t.element_size() for t in first if isinstance(t, torch.Tensor))
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 0
+    count = min(64, max(1, math.ceil(2 * l2 / max(nbytes, 1))))
+    return [first] + [case.make_inputs() for _ in range(count - 1)]
+
+
+def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.device,
+              warmup: int, runs: int) -> float:
+    """Median time of one call, from CUDA events on a GPU (the host clock on a CPU)."""
+    for i in range(warmup):
+        fn(*sets[i % len(sets)])
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(runs)]
+        for i, (start, end) in enumerate(events):
+            start.record()
+            fn(*sets[i % len(sets)])
+            end.record()
+        torch.cuda.synchronize()
+        times = [start.elapsed_time(end) for start, end in events]
+    else:
+        times = []
+        for i in range(runs):
+            t0 = time.perf_counter()
+            fn(*sets[i % len(sets)])
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def gbps(nbytes: int, ms: float) -> float:
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+def copy_bandwidth(numel: int, device: torch.device, warmup: int, runs: int) -> dict:
+    """Device-to-device copy of a float32 buffer: the practical bandwidth ceiling."""
+    sets = [(torch.randn(numel, device=device),)]
+    ms = median_ms(lambda x: torch.empty_like(x).copy_(x), sets, device, warmup, runs)
+    nbytes = 2 * 4 * numel  # read once, written once
+    return {"numel": numel, "bytes": nbytes, "time_ms": ms, "gbps": gbps(nbytes, ms)}
+
+
+def measure(case: Case, device: torch.device, copy_gbps: float, warmup: int, runs: int) -> dict:
+    sets = input_sets(case, device)
+    ours_ms = median_ms(case.ours, sets, device, warmup, runs)
+    base_ms = median_ms(case.baseline, sets, device, warmup, runs)
+    ours_gbps = gbps(case.bytes_moved, ours_ms)
+    return {
+        "name": case.name,
+        "shape": list(case.shape),
+        "dtype": str(case.dtype).removeprefix("torch."),
+        "time_ms": ours_ms,
+        "bytes": case.bytes_moved,
+        "gbps": ours_gbps,
+        "pct_copy": 100 * ours_gbps / copy_gbps,
+        "baseline": case.baseline_name,
+        "baseline_time_ms": base_ms,
+        "ratio": base_ms / ours_ms,
+    }
+
+
+def format_table(results: list[dict]) -> str:
+    header = ("case", "shape", "dtype", "ms", "GB/s", "%copy", "baseline", "base ms", "speedup")
+    rows = [header] + [
+        (r["name"], "x".join(map(str, r["shape"])), r["dtype"], f"{r['time_ms']:.3f}",
+         f"{r['gbps']:.0f}", f"{r['pct_copy']:.0f}%", r["baseline"],
+         f"{r['baseline_time_ms']:.3f}", f"{r['ratio']:.2f}x")
+        for r in results
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
