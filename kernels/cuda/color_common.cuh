@@ -14,20 +14,31 @@ namespace gpuaug::cuda::color {
 constexpr int kThreads = 256;
 constexpr int kChannels = 3;  // the vectorised path's channel count
 
-// N elements loaded or stored as 16-byte accesses (N * sizeof(T) is a multiple of 16).
+// N elements moved as whole 16-byte vectors (N * sizeof(T) is a multiple of 16).
 template <typename T, int N>
-struct alignas(16) Chunk {
+union Chunk {
+  static_assert(N * sizeof(T) % 16 == 0, "whole 16-byte vectors only");
   T v[N];
+  uint4 q[N * sizeof(T) / 16];
 };
 
 template <typename T, int N>
 __device__ __forceinline__ Chunk<T, N> load_chunk(const T* p) {
-  return *reinterpret_cast<const Chunk<T, N>*>(p);
+  Chunk<T, N> c;
+#pragma unroll
+  for (int i = 0; i < int(sizeof(c.q) / 16); ++i) c.q[i] = __ldg(reinterpret_cast<const uint4*>(p) + i);
+  return c;
 }
 
+// The store is spelled in PTX: nvcc has been seen splitting a plain uint4 store here into four.
 template <typename T, int N>
 __device__ __forceinline__ void store_chunk(T* p, const Chunk<T, N>& c) {
-  *reinterpret_cast<Chunk<T, N>*>(p) = c;
+#pragma unroll
+  for (int i = 0; i < int(sizeof(c.q) / 16); ++i) {
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(reinterpret_cast<uint4*>(p) + i),
+                 "r"(c.q[i].x), "r"(c.q[i].y), "r"(c.q[i].z), "r"(c.q[i].w)
+                 : "memory");
+  }
 }
 
 // Pixels per thread on the vectorised path: 16 bytes of the narrower of the two element types.

@@ -18,6 +18,21 @@ __device__ __forceinline__ P normalized(const Params<P>& p, P v, int c) {
   return p.normalize ? (v - p.mean[c]) * p.inv_std[c] : v;
 }
 
+template <bool Apply, int V, typename in_t, typename out_t, typename P>
+__device__ __forceinline__ void transform_group(const in_t (&raw)[kChannels][V],
+                                                out_t (&result)[kChannels][V], const P* color,
+                                                const SampleParams<P>& s, const Params<P>& p) {
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    P x[kChannels];
+#pragma unroll
+    for (int c = 0; c < kChannels; ++c) x[c] = load<P>(raw[c][j]);
+    if constexpr (Apply) forward_pixel<kChannels>(x, kChannels, color, s);
+#pragma unroll
+    for (int c = 0; c < kChannels; ++c) result[c][j] = store<out_t>(normalized(p, x[c], c));
+  }
+}
+
 template <typename in_t, typename out_t, typename P, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
 forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, int64_t images,
@@ -52,14 +67,11 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, int64_t
         }
       }
       out_t result[C][V];
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        P x[C];
-#pragma unroll
-        for (int c = 0; c < C; ++c) x[c] = load<P>(raw[c][j]);
-        if (apply) forward_pixel<C>(x, C, color, s);
-#pragma unroll
-        for (int c = 0; c < C; ++c) result[c][j] = store<out_t>(normalized(p, x[c], c));
+      // The branch stays outside the pixel loop so that the group's pixels interleave.
+      if (apply) {
+        transform_group<true, V>(raw, result, color, s, p);
+      } else {
+        transform_group<false, V>(raw, result, color, s, p);
       }
       if constexpr (Interleaved) {
         Chunk<out_t, C * V> chunk;

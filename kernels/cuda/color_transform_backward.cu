@@ -48,6 +48,26 @@ __device__ __forceinline__ void pack_sums(P (&sums)[kArray<C> + 3], const P (&gr
   sums[channels + 2] = acc.gamma;
 }
 
+template <bool Apply, int V, typename in_t, typename g_t, typename P>
+__device__ __forceinline__ void backward_group(const in_t (&raw_x)[kChannels][V],
+                                               const g_t (&raw_g)[kChannels][V],
+                                               in_t (&result)[kChannels][V], const P* color,
+                                               const SampleParams<P>& s, const Params<P>& p,
+                                               P (&grad_color)[kChannels], ScalarGrads<P>& acc) {
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    P x[kChannels], d[kChannels];
+#pragma unroll
+    for (int c = 0; c < kChannels; ++c) {
+      x[c] = load<P>(raw_x[c][j]);
+      d[c] = load<P>(raw_g[c][j]) * p.inv_std[c];
+    }
+    if constexpr (Apply) backward_pixel<kChannels>(x, d, kChannels, color, s, grad_color, acc);
+#pragma unroll
+    for (int c = 0; c < kChannels; ++c) result[c][j] = store<in_t>(d[c]);
+  }
+}
+
 template <typename in_t, typename g_t, typename P, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
 backward_vectorized(const in_t* __restrict__ in, const g_t* __restrict__ grad,
@@ -93,17 +113,11 @@ backward_vectorized(const in_t* __restrict__ in, const g_t* __restrict__ grad,
         }
       }
       in_t result[C][V];
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        P x[C], d[C];
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          x[c] = load<P>(raw_x[c][j]);
-          d[c] = load<P>(raw_g[c][j]) * p.inv_std[c];
-        }
-        if (apply) backward_pixel<C>(x, d, C, color, s, grad_color, acc);
-#pragma unroll
-        for (int c = 0; c < C; ++c) result[c][j] = store<in_t>(d[c]);
+      // The branch stays outside the pixel loop so that the group's pixels interleave.
+      if (apply) {
+        backward_group<true, V>(raw_x, raw_g, result, color, s, p, grad_color, acc);
+      } else {
+        backward_group<false, V>(raw_x, raw_g, result, color, s, p, grad_color, acc);
       }
       if constexpr (Interleaved) {
         Chunk<in_t, C * V> chunk;
@@ -164,6 +178,62 @@ backward_per_pixel(const in_t* __restrict__ in, const g_t* __restrict__ grad,
   }
 }
 
+template <typename P>
+struct ParamGradOutputs {
+  P* out[4];                // color, brightness, contrast, gamma
+  bool per_sample[4];       // [N, C] / [N] rather than [C] / []
+};
+
+// One block per gradient value (each colour channel, then brightness, contrast, gamma): sums
+// every sample's partials in a fixed order, writes per-sample gradients, or their total for a
+// shared parameter.
+template <typename P>
+__global__ void __launch_bounds__(kThreads)
+finish_param_grads(const P* __restrict__ partial_sums, int64_t samples, int64_t frames,
+                   int64_t blocks, int channels, ParamGradOutputs<P> grads) {
+  __shared__ P shared[kWarps];
+  const int value = blockIdx.x;
+  const int param = value < channels ? 0 : value - channels + 1;
+  const int64_t width = param == 0 ? channels : 1;  // elements per sample in the output
+  const int64_t column = param == 0 ? value : 0;
+  P total[1] = {0};
+  for (int64_t n = threadIdx.x; n < samples; n += kThreads) {
+    P sum = 0;
+    for (int64_t i = n * frames * blocks; i < (n + 1) * frames * blocks; ++i) {
+      sum += partial_sums[i * (channels + 3) + value];
+    }
+    if (grads.per_sample[param]) grads.out[param][n * width + column] = sum;
+    total[0] += sum;
+  }
+  P result[1];
+  block_sum_to(total, 1, result, shared);
+  if (threadIdx.x == 0 && !grads.per_sample[param]) grads.out[param][column] = result[0];
+}
+
+template <typename P>
+void finish_param_grads_launch(const at::Tensor& partial_sums, const ColorGeometry& g,
+                               ColorGrads& grads, cudaStream_t stream) {
+  at::Tensor* targets[4] = {&std::get<1>(grads), &std::get<2>(grads), &std::get<3>(grads),
+                            &std::get<4>(grads)};
+  ParamGradOutputs<P> outputs;
+  at::Tensor staged[4];  // parameters of another dtype get the gradient through a P copy
+  for (int i = 0; i < 4; ++i) {
+    at::Tensor& target = *targets[i];
+    staged[i] = target.scalar_type() == partial_sums.scalar_type()
+                    ? target
+                    : at::empty(target.sizes(), partial_sums.options());
+    outputs.out[i] = staged[i].mutable_data_ptr<P>();
+    outputs.per_sample[i] = target.dim() == (i == 0 ? 2 : 1);
+  }
+  finish_param_grads<P><<<g.channels + 3, kThreads, 0, stream>>>(
+      partial_sums.const_data_ptr<P>(), g.samples, g.frames, partial_sums.size(1),
+      static_cast<int>(g.channels), outputs);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  for (int i = 0; i < 4; ++i) {
+    if (!staged[i].is_same(*targets[i])) targets[i]->copy_(staged[i]);
+  }
+}
+
 ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& image,
                                     const at::Tensor& color, const at::Tensor& brightness,
                                     const at::Tensor& contrast, const at::Tensor& gamma,
@@ -216,7 +286,11 @@ ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& im
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  color_reduce_param_grads(partial_sums, g, grads);
+  if (compute_dtype == at::kDouble) {
+    finish_param_grads_launch<double>(partial_sums, g, grads, stream);
+  } else {
+    finish_param_grads_launch<float>(partial_sums, g, grads, stream);
+  }
   return grads;
 }
 
