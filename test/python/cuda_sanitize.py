@@ -1,0 +1,120 @@
+"""Runs every CUDA kernel path of every gpuaug op once, on small tensors, and checks the values.
+
+Meant to run under compute-sanitizer (memcheck, initcheck, racecheck, synccheck):
+    compute-sanitizer --error-exitcode 1 python test/python/cuda_sanitize.py
+Exits 1 on a wrong value, 2 when CUDA is not available (so a GPU job cannot pass silently).
+`--device cpu` runs the same checks on the CPU kernels (to try the script without a GPU).
+"""
+import argparse
+import sys
+
+import torch
+
+import gpuaug  # noqa: F401  (registers torch.ops.gpuaug)
+
+ops = torch.ops.gpuaug
+failures = []
+
+
+def expect(label, actual, expected, exact=True):
+    actual, expected = actual.detach().cpu(), expected.detach().cpu()
+    if exact:
+        ok = actual.shape == expected.shape and actual.dtype == expected.dtype and bool(
+            ((actual == expected) | (actual.isnan() & expected.isnan())).all())
+    else:
+        ok = actual.shape == expected.shape and torch.allclose(
+            actual.double(), expected.double(), rtol=1e-2, atol=1e-2)
+    if not ok:
+        failures.append(label)
+        print(f"MISMATCH {label}\n  got      {actual.flatten()[:8].tolist()}\n"
+              f"  expected {expected.flatten()[:8].tolist()}")
+
+
+def rand(shape, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g, dtype=torch.float64) * 4
+    ties = torch.rand(shape, generator=g) < 0.25
+    x = torch.where(ties, torch.floor(x) + 0.5, x)   # exact halves: round_ste's ties
+    return x.to(dtype).to(device)
+
+
+# float64 references rounded once to the dtype (exact for these single operations).
+def relu_ref(x):
+    return torch.where(x.double() < 0, 0.0, x.double()).to(x.dtype)
+
+
+def round_ref(x):
+    return torch.floor(x.double() + 0.5).to(x.dtype)
+
+
+def mul_ref(a, b):
+    return (a.double() * b.double()).to(a.dtype)
+
+
+def relu_grad_ref(g, x):
+    return torch.where(x.double() > 0, g.double(), 0.0).to(g.dtype)
+
+
+def check_unary_and_binary(tag, x, y):
+    """x, y: same shape and dtype (any layout)."""
+    c = lambda t: t.cpu()   # noqa: E731
+    expect(f"relu {tag}", ops.relu(x), relu_ref(c(x)))
+    expect(f"round_ste {tag}", ops.round_ste(x), round_ref(c(x)))
+    expect(f"mul {tag}", ops.mul(x, y), mul_ref(c(x), c(y)))
+    expect(f"relu_backward {tag}", ops.relu_backward(y, x), relu_grad_ref(c(y), c(x)))
+    ga, gb = ops.mul_backward(y, x, y)
+    expect(f"mul_backward[a] {tag}", ga, mul_ref(c(y), c(y)))
+    expect(f"mul_backward[b] {tag}", gb, mul_ref(c(y), c(x)))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+    device = parser.parse_args().device
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        print("cuda_sanitize: CUDA is not available")
+        return 2
+
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        d = str(dtype).replace("torch.", "")
+        r = lambda shape, seed: rand(shape, dtype, device, seed)   # noqa: E731
+        # 16-byte aligned, contiguous: vectorised kernel; 1000 + 13 leaves a partial vector and a
+        # partial block.
+        check_unary_and_binary(f"{d} aligned", r((1013,), 1), r((1013,), 2))
+        # One element in: misaligned, one element per iteration.
+        check_unary_and_binary(f"{d} misaligned", r((1014,), 3)[1:], r((1014,), 4)[1:])
+        # Strided: transposed and sliced with a step.
+        check_unary_and_binary(f"{d} strided", r((37, 29), 5).t(), r((29, 74), 6)[:, ::2])
+        # channels_last (dense, permuted): flat kernel on the permuted storage.
+        cl = lambda t: t.contiguous(memory_format=torch.channels_last)   # noqa: E731
+        check_unary_and_binary(f"{d} channels_last", cl(r((2, 3, 5, 7), 7)), cl(r((2, 3, 5, 7), 8)))
+        check_unary_and_binary(f"{d} 0-d", r((), 9), r((), 10))
+        check_unary_and_binary(f"{d} empty", r((0, 3), 11), r((0, 3), 12))
+
+        # Broadcasting mul (strided kernel with zero strides) and its reducing backward.
+        a, b, g = r((33, 1), 13), r((1, 45), 14), r((33, 45), 15)
+        expect(f"mul broadcast {d}", ops.mul(a, b), mul_ref(a.cpu(), b.cpu()))
+        s = r((), 16)
+        expect(f"mul 0-d operand {d}", ops.mul(g, s), mul_ref(g.cpu(), s.cpu()))
+        ga, gb = ops.mul_backward(g, a, b)
+        expect(f"mul_backward broadcast[a] {d}", ga,
+               mul_ref(g.cpu(), b.cpu()).double().sum(1, keepdim=True).to(dtype), exact=False)
+        expect(f"mul_backward broadcast[b] {d}", gb,
+               mul_ref(g.cpu(), a.cpu()).double().sum(0, keepdim=True).to(dtype), exact=False)
+
+        # Autograd through all three ops (backward kernels launched by the engine).
+        x = r((8, 45), 17).requires_grad_()
+        w = r((8, 45), 18)
+        ops.round_ste(ops.mul(ops.relu(x), b)).backward(w)
+        # x's gradient is w * b (no reduction: one rounding) masked by x > 0.
+        expect(f"autograd {d}", x.grad,
+               torch.where(x.detach().cpu() > 0, mul_ref(w.cpu(), b.cpu()), torch.zeros((), dtype=dtype)))
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    print(f"cuda_sanitize ({device}): {len(failures)} mismatches")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
