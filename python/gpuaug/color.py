@@ -1,0 +1,92 @@
+"""gpuaug.color_transform: the fused colour augmentation with Python-friendly parameters."""
+
+from typing import Optional, Sequence, Union
+
+import torch
+
+__all__ = ["color_transform"]
+
+Param = Union[float, Sequence[float], torch.Tensor]
+
+
+def _as_tensor(value: Param, channels: int = 0) -> torch.Tensor:
+    # Floats and sequences become float32 CPU tensors: the op reads 0-d and [C] CPU parameters by
+    # value, so even beside a CUDA image there is no host-device copy and no synchronisation.
+    # A float colour gain is repeated over the `channels` (the op takes colour as [C] or [N, C]).
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (int, float)):
+        if channels:
+            return torch.full([channels], float(value), dtype=torch.float32)
+        return torch.tensor(float(value), dtype=torch.float32)
+    return torch.tensor([float(v) for v in value], dtype=torch.float32)
+
+
+def color_transform(
+    image: torch.Tensor,
+    color: Param = 1.0,
+    brightness: Param = 0.0,
+    contrast: Param = 1.0,
+    gamma: Param = 1.0,
+    *,
+    apply: Optional[torch.Tensor] = None,
+    dtype: Optional[torch.dtype] = None,
+    mean: Optional[Sequence[float]] = None,
+    std: Optional[Sequence[float]] = None,
+) -> torch.Tensor:
+    r"""Colour jitter (colour balance, gamma, brightness, contrast) in one pass over the image.
+
+    For each pixel with channels :math:`x_0 \dots x_{C-1}` (values on [0, 1]) of sample ``n``,
+    with that sample's parameters:
+
+    .. code-block:: text
+
+        y_c   = clamp(x_c * color_c * sum(x) / (sum(x * color) + 0.01), 0, 1)  # keeps luminance
+        y_c   = y_c ** gamma + brightness
+        out_c = clamp(0.5 + (y_c - 0.5) * contrast, 0, 1)
+        out_c = (out_c - mean_c) / std_c                            # when mean / std are given
+
+    Samples whose ``apply`` entry is false are only converted (and normalised).
+
+    Args:
+        image: ``[C, H, W]``, ``[N, C, H, W]`` or ``[N, T, C, H, W]`` (the T frames of a sample
+            share its parameters), 1 <= C <= 32; float32, float64, float16, bfloat16, or uint8
+            (read as ``v / 255``); contiguous or channels-last (channels adjacent in memory), a
+            layout the output keeps. Arithmetic is float32 (float64 for float64 images).
+        color: per-channel gains, ``[C]`` shared or ``[N, C]`` per sample (a float: the same
+            gain for every channel). 1 leaves colours.
+        brightness: added after the gamma; ``[]`` or ``[N]``. 0 leaves the image.
+        contrast: stretch about 0.5; ``[]`` or ``[N]``. 1 leaves the image.
+        gamma: exponent, > 0; ``[]`` or ``[N]``. 1 leaves the image.
+        apply: optional bool ``[N]`` on the image's device: which samples are transformed.
+        dtype: output dtype (default: the image's); uint8 output is ``round(255 * v)``, half
+            to even, saturated.
+        mean, std: optional per-channel normalisation (length C) fused at the end; floating
+            output only.
+
+    Each parameter is a Python float (shared by all channels and samples), a sequence of C floats
+    (``color`` only) or a floating tensor. Floats and sequences become CPU float32 tensors, which
+    the op reads by value; per-sample tensors must be on the image's device.
+
+    Returns:
+        the transformed image, of the image's shape and layout.
+
+    Gradients (floating image and output): for the image and for every parameter given as a
+    tensor that requires grad, reduced to that parameter's shape. Clamps pass the gradient where
+    their input lies in [0, 1] inclusive; where ``y ** gamma`` has an infinite derivative (``y``
+    exactly 0, gamma < 1) the gradient is taken as 0, so gradients are always finite. The backward
+    is deterministic. Double backward is not supported.
+    """
+    # Any channel count will do for an image of the wrong rank: the op reports that.
+    channels = image.shape[-3] if image.dim() >= 3 else 1
+    return torch.ops.gpuaug.color_transform(
+        image,
+        _as_tensor(color, channels),
+        _as_tensor(brightness),
+        _as_tensor(contrast),
+        _as_tensor(gamma),
+        apply=apply,
+        dtype=dtype,
+        mean=None if mean is None else [float(m) for m in mean],
+        std=None if std is None else [float(s) for s in std],
+    )
