@@ -17,7 +17,8 @@ except ImportError as e:  # the source tree, not an installed build
         "from the gpuaug source folder"
     ) from e
 
-__all__ = ["relu", "mul", "round_ste", "library_path", "cmake_prefix_path"]
+__all__ = ["relu", "mul", "round_ste", "color_transform", "transforms", "library_path",
+           "cmake_prefix_path"]
 
 __version__: str = _build_info.version
 
@@ -59,6 +60,9 @@ def _check_torch() -> None:
 
 _check_torch()
 torch.ops.load_library(library_path)
+
+from . import transforms  # noqa: E402
+from .color import color_transform  # noqa: E402
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:
