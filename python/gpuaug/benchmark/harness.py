@@ -42,13 +42,14 @@ def register(factory: Factory) -> Factory:
     return factory
 
 
-def input_sets(case: Case, device: torch.device) -> list[tuple[Any, ...]]:
+def input_sets(make_inputs: Callable[[], tuple[Any, ...]],
+               device: torch.device) -> list[tuple[Any, ...]]:
     """Enough input sets that rotating through them never finds the previous one in L2."""
-    first = case.make_inputs()
+    first = make_inputs()
     nbytes = sum(t.numel() * t.element_size() for t in first if isinstance(t, torch.Tensor))
     l2 = torch.cuda.get_device_properties(device).L2_cache_size if device.type == "cuda" else 0
     count = min(64, max(1, math.ceil(2 * l2 / max(nbytes, 1))))
-    return [first] + [case.make_inputs() for _ in range(count - 1)]
+    return [first] + [make_inputs() for _ in range(count - 1)]
 
 
 def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.device,
@@ -81,14 +82,14 @@ def gbps(nbytes: int, ms: float) -> float:
 
 def copy_bandwidth(numel: int, device: torch.device, warmup: int, runs: int) -> dict:
     """Device-to-device copy of a float32 buffer: the practical bandwidth ceiling."""
-    sets = [(torch.randn(numel, device=device),)]
+    sets = input_sets(lambda: (torch.randn(numel, device=device),), device)
     ms = median_ms(lambda x: torch.empty_like(x).copy_(x), sets, device, warmup, runs)
     nbytes = 2 * 4 * numel  # read once, written once
     return {"numel": numel, "bytes": nbytes, "time_ms": ms, "gbps": gbps(nbytes, ms)}
 
 
 def measure(case: Case, device: torch.device, copy_gbps: float, warmup: int, runs: int) -> dict:
-    sets = input_sets(case, device)
+    sets = input_sets(case.make_inputs, device)
     ours_ms = median_ms(case.ours, sets, device, warmup, runs)
     base_ms = median_ms(case.baseline, sets, device, warmup, runs)
     ours_gbps = gbps(case.bytes_moved, ours_ms)
