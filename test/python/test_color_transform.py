@@ -2,6 +2,7 @@
 against a float64 reference (dtypes, ranks, channels, layouts, masks, fused dtype/mean/std),
 gradients, opcheck, torch.compile, TorchScript, CUDA graphs, errors and determinism."""
 import io
+import math
 import re
 
 import pytest
@@ -23,8 +24,13 @@ MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 # ---------------------------------------------------------------------------------------------
 # Inputs and the float64 reference.
 
-def shape_of(dim, channels, n=3):
-    return {3: (channels, 5, 7), 4: (n, channels, 5, 7), 5: (n, 2, channels, 4, 6)}[dim]
+# Spatial sizes: 35 pixels take the GPU's per-pixel kernels; 48 (a multiple of 16) the
+# vectorised ones when C = 3.
+ODD, ALIGNED = (5, 7), (4, 12)
+
+
+def shape_of(dim, channels, n=3, size=ODD):
+    return {3: (channels, *size), 4: (n, channels, *size), 5: (n, 2, channels, *size)}[dim]
 
 
 def interleaved(x):
@@ -147,8 +153,9 @@ def assert_matches(out, want, dtype, scale=1.0):
 @pytest.mark.parametrize("channels", [1, 3, 4])
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("per_sample", [False, True])
-def test_values(per_sample, channels_last, channels, dim, dtype, device):
-    x = make_image(shape_of(dim, channels), dtype, device, seed=dim * 10 + channels,
+@pytest.mark.parametrize("size", [ODD, ALIGNED])
+def test_values(size, per_sample, channels_last, channels, dim, dtype, device):
+    x = make_image(shape_of(dim, channels, size=size), dtype, device, seed=dim * 10 + channels,
                    channels_last=channels_last)
     p = make_params(samples(x), channels, device, per_sample, seed=channels)
     out = op(x, **p)
@@ -160,7 +167,8 @@ def test_values(per_sample, channels_last, channels, dim, dtype, device):
 @pytest.mark.parametrize("dtype", IMAGE_DTYPES)
 @pytest.mark.parametrize("dim", [3, 4, 5])
 def test_apply_mask(dim, dtype, device):
-    x = make_image(shape_of(dim, 3, n=6), dtype, device, seed=2, channels_last=dim == 4)
+    x = make_image(shape_of(dim, 3, n=6, size=ALIGNED), dtype, device, seed=2,
+                   channels_last=dim == 4)
     n = samples(x)
     apply = torch.tensor([True, False, False, True, True, False][:n], device=device)
     p = make_params(n, 3, device, seed=3)
@@ -179,7 +187,7 @@ def test_apply_mask(dim, dtype, device):
     (torch.float64, torch.float32, True)])
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_fused_dtype_and_normalization(channels_last, in_dtype, out_dtype, normalize, device):
-    x = make_image((4, 3, 6, 5), in_dtype, device, seed=4, channels_last=channels_last)
+    x = make_image((4, 3, 6, 8), in_dtype, device, seed=4, channels_last=channels_last)
     p = make_params(4, 3, device, seed=5)
     apply = torch.tensor([True, True, False, True], device=device)
     norm = {"mean": MEAN, "std": STD} if normalize else {}
@@ -215,6 +223,38 @@ def test_strided_input_becomes_planar(device):
     out = op(x, **p)
     assert out.is_contiguous()
     assert_matches(out, reference(x, **p), torch.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.uint8])
+def test_unaligned_data(dtype, device):
+    # One element past an aligned allocation: the GPU cannot use 16-byte accesses.
+    shape = (3, 3, 4, 12)
+    flat = make_image((math.prod(shape) + 1,), dtype, device, seed=16)
+    x = flat[1:].view(shape)
+    p = make_params(3, 3, device, seed=17)
+    assert_matches(op(x, **p), reference(x, **p), dtype)
+    if dtype.is_floating_point:
+        grad = torch.randn(shape, dtype=torch.float64).to(device)
+        got = op_backward(grad.to(dtype), x, *p.values(), None, None)
+        for g, w in zip(got, reference_grads(grad.to(dtype), x, p)):
+            scale = max(1.0, w.abs().max().item())
+            torch.testing.assert_close(g.double(), w, atol=2e-2 * scale, rtol=2e-2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_more_images_than_a_grid_row(device):
+    # 66000 images: more than CUDA's 65535 blocks along y, so the kernels loop over images.
+    x = make_image((33000, 2, 3, 2, 2), torch.float32, device, seed=18).requires_grad_()
+    p = make_params(33000, 3, device, seed=19)
+    p = {k: v.requires_grad_() for k, v in p.items()}
+    apply = torch.rand(33000, generator=torch.Generator().manual_seed(20)).lt(0.8).to(device)
+    out = op(x, **p, apply=apply)
+    assert_matches(out.detach(), reference(x, **p, apply=apply).detach(), torch.float32)
+    grad = torch.randn(x.shape, dtype=torch.float64).to(device)
+    got = torch.autograd.grad(out, [x, *p.values()], grad.float())
+    for g, w in zip(got, reference_grads(grad, x, p, apply=apply)):
+        torch.testing.assert_close(g.double(), w, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -285,8 +325,10 @@ def test_gradcheck_with_apply_and_std(device):
 @pytest.mark.parametrize("dim", [3, 4, 5])
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("per_sample", [False, True])
-def test_grads_match_reference(per_sample, channels_last, dim, device):
-    x, p = grad_inputs(shape_of(dim, 3), per_sample, device, seed=dim, dtype=torch.float32)
+@pytest.mark.parametrize("size", [ODD, ALIGNED])
+def test_grads_match_reference(size, per_sample, channels_last, dim, device):
+    x, p = grad_inputs(shape_of(dim, 3, size=size), per_sample, device, seed=dim,
+                       dtype=torch.float32)
     if channels_last:
         x = interleaved(x.detach()).requires_grad_()
     apply = torch.tensor([True, False, True], device=device)[:samples(x)]
@@ -663,8 +705,9 @@ def test_parameters_on_another_device():
 @pytest.mark.parametrize("dtype", IMAGE_DTYPES)
 @pytest.mark.parametrize("channels", [1, 3, 5])
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_cpu_and_cuda_agree(channels_last, channels, dtype):
-    x = make_image((5, 2, channels, 33, 47), dtype, seed=60, channels_last=channels_last)
+@pytest.mark.parametrize("size", [(33, 47), (32, 48)])
+def test_cpu_and_cuda_agree(size, channels_last, channels, dtype):
+    x = make_image((5, 2, channels, *size), dtype, seed=60, channels_last=channels_last)
     p = make_params(5, channels, seed=61)
     apply = torch.tensor([True, True, False, True, True])
     cpu = op(x, **p, apply=apply)
