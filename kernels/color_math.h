@@ -35,6 +35,19 @@ C10_HOST_DEVICE inline P clamp01(P v) {
   return v < P(0) ? P(0) : (v > P(1) ? P(1) : v);
 }
 
+// clamp01(a * b + c), as one saturating instruction on the GPU.
+template <typename P>
+C10_HOST_DEVICE inline P fma01(P a, P b, P c) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) {
+    float r;
+    asm("fma.rn.ftz.sat.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+    return r;
+  }
+#endif
+  return clamp01(a * b + c);
+}
+
 template <typename P>
 C10_HOST_DEVICE inline bool in01(P v) {
   return v >= P(0) && v <= P(1);
@@ -58,7 +71,7 @@ struct SampleParams {
 template <typename P>
 C10_HOST_DEVICE inline P channel_forward(P y, P scale, const SampleParams<P>& s) {
   const P w = pow01(clamp01(y * scale), s.gamma);
-  return clamp01((w + (s.brightness - P(0.5))) * s.contrast + P(0.5));
+  return fma01(w + (s.brightness - P(0.5)), s.contrast, P(0.5));
 }
 
 template <typename P>
@@ -122,8 +135,7 @@ template <>
 C10_HOST_DEVICE inline uint8_t store<uint8_t, float>(float v) {
 #ifdef __CUDA_ARCH__
   // Adding 1.5 * 2^23 rounds to an integer (ties to even) in the low mantissa bits.
-  const float r = fminf(fmaxf(v * 255.0f, 0.0f), 255.0f);  // fmaxf drops NaN: -> 0
-  return static_cast<uint8_t>(__float_as_uint(r + 12582912.0f) & 0xFFu);
+  return static_cast<uint8_t>(__float_as_uint(fmaf(__saturatef(v), 255.0f, 12582912.0f)) & 0xFFu);
 #else
   const float r = std::nearbyint(v * 255.0f);
   return static_cast<uint8_t>(r >= 0.0f ? (r < 255.0f ? r : 255.0f) : 0.0f);  // NaN -> 0
@@ -145,7 +157,9 @@ constexpr int kMaxChannels = 32;
 template <int C>
 constexpr int kArray = C > 0 ? C : kMaxChannels;
 
-template <int C, typename P>
+// Raw255: x holds uint8 values unscaled (0..255); the 1/255 is folded into the pixel's scale:
+// scale = (s_in / 255) / (s_out / 255 + 0.01) / 255 = s_in / (255 * s_out + 255 * 2.55).
+template <int C, typename P, bool Raw255 = false>
 C10_HOST_DEVICE inline void forward_pixel(P (&x)[kArray<C>], int channels, const P* color,
                                           const SampleParams<P>& s) {
   const int nc = C > 0 ? C : channels;
@@ -155,7 +169,8 @@ C10_HOST_DEVICE inline void forward_pixel(P (&x)[kArray<C>], int channels, const
     s_in += x[c];
     s_out += x[c] * color[c];
   }
-  const P scale = pixel_scale(s_in, s_out);
+  const P scale = Raw255 ? s_in / (s_out * P(255) + P(255 * 255 * kSumEpsilon))
+                         : pixel_scale(s_in, s_out);
   GPUAUG_UNROLL
   for (int c = 0; c < nc; ++c) x[c] = channel_forward(x[c] * color[c], scale, s);
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/color_params.h"
 
@@ -14,36 +15,120 @@ namespace gpuaug::cuda::color {
 constexpr int kThreads = 256;
 constexpr int kChannels = 3;  // the vectorised path's channel count
 
-// N elements moved as whole 16-byte vectors (N * sizeof(T) is a multiple of 16).
+// Pixels per thread on the vectorised path: 16 bytes of the wider element type, so every access
+// is coalesced and the wider (dominant) stream moves in 16-byte vectors.
+template <typename A, typename B>
+constexpr int kPixelsPerGroup = 16 / static_cast<int>(std::max(sizeof(A), sizeof(B)));
+
+// Whether a group of the narrower type still fills whole 4-byte words (not so for float64 with
+// uint8, which takes the per-pixel kernel).
+template <typename A, typename B>
+constexpr bool kVectorizable =
+    kPixelsPerGroup<A, B> * std::min(sizeof(A), sizeof(B)) % 4 == 0;
+
+// N elements moved through the widest whole words (16, 8 or 4 bytes) that their size allows.
 template <typename T, int N>
 union Chunk {
-  static_assert(N * sizeof(T) % 16 == 0, "whole 16-byte vectors only");
+  static constexpr int kBytes = N * sizeof(T);
+  static_assert(kBytes % 4 == 0, "whole 4-byte words only");
+  using Word = std::conditional_t<kBytes % 16 == 0, uint4,
+                                  std::conditional_t<kBytes % 8 == 0, uint2, uint32_t>>;
+  static constexpr int kWords = kBytes / sizeof(Word);
   T v[N];
-  uint4 q[N * sizeof(T) / 16];
+  Word w[kWords];
+  uint32_t u32[kBytes / 4];
 };
 
 template <typename T, int N>
-__device__ __forceinline__ Chunk<T, N> load_chunk(const T* p) {
-  Chunk<T, N> c;
+__device__ __forceinline__ void load_chunk(Chunk<T, N>& c, const T* p) {
+  using Word = typename Chunk<T, N>::Word;
 #pragma unroll
-  for (int i = 0; i < int(sizeof(c.q) / 16); ++i) c.q[i] = __ldg(reinterpret_cast<const uint4*>(p) + i);
-  return c;
+  for (int i = 0; i < Chunk<T, N>::kWords; ++i) c.w[i] = __ldg(reinterpret_cast<const Word*>(p) + i);
 }
 
-// The store is spelled in PTX: nvcc has been seen splitting a plain uint4 store here into four.
+// Spelled in PTX: nvcc has been seen splitting a plain 16-byte store into four.
+__device__ __forceinline__ void store_word(uint4* p, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void store_word(uint2* p, uint2 v) {
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+}
+__device__ __forceinline__ void store_word(uint32_t* p, uint32_t v) { *p = v; }
+
 template <typename T, int N>
 __device__ __forceinline__ void store_chunk(T* p, const Chunk<T, N>& c) {
+  using Word = typename Chunk<T, N>::Word;
 #pragma unroll
-  for (int i = 0; i < int(sizeof(c.q) / 16); ++i) {
-    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(reinterpret_cast<uint4*>(p) + i),
-                 "r"(c.q[i].x), "r"(c.q[i].y), "r"(c.q[i].z), "r"(c.q[i].w)
-                 : "memory");
-  }
+  for (int i = 0; i < Chunk<T, N>::kWords; ++i) store_word(reinterpret_cast<Word*>(p) + i, c.w[i]);
 }
 
-// Pixels per thread on the vectorised path: 16 bytes of the narrower of the two element types.
-template <typename A, typename B>
-constexpr int kPixelsPerGroup = 16 / static_cast<int>(std::min(sizeof(A), sizeof(B)));
+// The V pixels of one thread, all kChannels channels, as they lie in memory: one run of
+// V * kChannels elements (interleaved) or kChannels runs of V, one per plane (planar).
+template <typename T, int V, bool Interleaved>
+struct Group {
+  static constexpr int kRuns = Interleaved ? 1 : kChannels;
+  static constexpr int kRun = Interleaved ? V * kChannels : V;
+  Chunk<T, kRun> run[kRuns];
+
+  static constexpr __device__ int run_of(int c) { return Interleaved ? 0 : c; }
+  static constexpr __device__ int index_of(int c, int j) { return Interleaved ? j * kChannels + c : j; }
+
+  // image: the image's first element; g: the group's index within the image.
+  __device__ __forceinline__ void load(const T* image, int64_t pixels, int64_t g) {
+#pragma unroll
+    for (int r = 0; r < kRuns; ++r) load_chunk(run[r], image + r * pixels + g * kRun);
+  }
+  __device__ __forceinline__ void store(T* image, int64_t pixels, int64_t g) const {
+#pragma unroll
+    for (int r = 0; r < kRuns; ++r) store_chunk(image + r * pixels + g * kRun, run[r]);
+  }
+  __device__ __forceinline__ T& at(int c, int j) { return run[run_of(c)].v[index_of(c, j)]; }
+  __device__ __forceinline__ const T& at(int c, int j) const {
+    return run[run_of(c)].v[index_of(c, j)];
+  }
+};
+
+// A uint8 element as its unscaled value 0..255: one byte permute builds the float 2^23 + v,
+// one subtraction leaves v (the conversion unit, shared with the special functions, stays free).
+template <int V, bool Interleaved>
+__device__ __forceinline__ float raw_u8(const Group<uint8_t, V, Interleaved>& g, int c, int j) {
+  using G = Group<uint8_t, V, Interleaved>;
+  const int i = G::index_of(c, j);
+  const uint32_t bits = __byte_perm(g.run[G::run_of(c)].u32[i / 4], 0x4B000000u, 0x7440u | (i % 4));
+  return __uint_as_float(bits) - 8388608.0f;
+}
+
+// Stores v in [0, 1] as a uint8 (v * 255 rounded to nearest even): adding 1.5 * 2^23 leaves the
+// rounded value in the low byte, packed four at a time by byte permutes.
+template <int V, bool Interleaved, typename Value>
+__device__ __forceinline__ void pack_u8(Group<uint8_t, V, Interleaved>& g, Value value) {
+  using G = Group<uint8_t, V, Interleaved>;
+  uint32_t bits[kChannels][V];
+#pragma unroll
+  for (int j = 0; j < V; ++j)
+#pragma unroll
+    for (int c = 0; c < kChannels; ++c) {
+      bits[c][j] = __float_as_uint(fmaf(__saturatef(value(c, j)), 255.0f, 12582912.0f));
+    }
+  // Byte i of run r holds channel c, pixel j with r == run_of(c) and i == index_of(c, j).
+#pragma unroll
+  for (int r = 0; r < G::kRuns; ++r)
+#pragma unroll
+    for (int w = 0; w < G::kRun / 4; ++w) {
+      uint32_t b[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int i = 4 * w + k;
+        const int c = Interleaved ? i % kChannels : r;
+        const int j = Interleaved ? i / kChannels : i;
+        b[k] = bits[c][j];
+      }
+      g.run[r].u32[w] = __byte_perm(__byte_perm(b[0], b[1], 0x0040u), __byte_perm(b[2], b[3], 0x0040u),
+                                    0x5410u);
+    }
+}
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 

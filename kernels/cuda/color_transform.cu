@@ -18,18 +18,41 @@ __device__ __forceinline__ P normalized(const Params<P>& p, P v, int c) {
   return p.normalize ? (v - p.mean[c]) * p.inv_std[c] : v;
 }
 
-template <bool Apply, int V, typename in_t, typename out_t, typename P>
-__device__ __forceinline__ void transform_group(const in_t (&raw)[kChannels][V],
-                                                out_t (&result)[kChannels][V], const P* color,
+// One group of pixels from `in` to `out`. uint8 input is read unscaled (forward_pixel folds the
+// 1/255 into the pixel's scale); uint8 output is packed by byte permutes.
+template <bool Apply, typename in_t, typename out_t, int V, bool Interleaved, typename P>
+__device__ __forceinline__ void transform_group(const Group<in_t, V, Interleaved>& in,
+                                                Group<out_t, V, Interleaved>& out, const P* color,
                                                 const SampleParams<P>& s, const Params<P>& p) {
+  constexpr bool kRawInput = std::is_same_v<in_t, uint8_t>;
+  P y[kChannels][V];
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     P x[kChannels];
 #pragma unroll
-    for (int c = 0; c < kChannels; ++c) x[c] = load<P>(raw[c][j]);
-    if constexpr (Apply) forward_pixel<kChannels>(x, kChannels, color, s);
+    for (int c = 0; c < kChannels; ++c) {
+      if constexpr (kRawInput) {
+        x[c] = raw_u8(in, c, j);
+      } else {
+        x[c] = load<P>(in.at(c, j));
+      }
+    }
+    if constexpr (Apply) {
+      forward_pixel<kChannels, P, kRawInput>(x, kChannels, color, s);
+    } else if constexpr (kRawInput) {
 #pragma unroll
-    for (int c = 0; c < kChannels; ++c) result[c][j] = store<out_t>(normalized(p, x[c], c));
+      for (int c = 0; c < kChannels; ++c) x[c] *= P(1.0 / 255.0);
+    }
+#pragma unroll
+    for (int c = 0; c < kChannels; ++c) y[c][j] = normalized(p, x[c], c);
+  }
+  if constexpr (std::is_same_v<out_t, uint8_t>) {
+    pack_u8(out, [&](int c, int j) { return y[c][j]; });
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+#pragma unroll
+      for (int c = 0; c < kChannels; ++c) out.at(c, j) = store<out_t>(y[c][j]);
   }
 }
 
@@ -50,45 +73,16 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, int64_t
     out_t* dst = out + image * C * pixels;
     for (int64_t g = int64_t(blockIdx.x) * kThreads + threadIdx.x; g < groups;
          g += int64_t(gridDim.x) * kThreads) {
-      // raw[c][j] is channel c of pixel j of the group, whatever the memory layout.
-      in_t raw[C][V];
-      if constexpr (Interleaved) {
-        const auto chunk = load_chunk<in_t, C * V>(src + g * V * C);
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-#pragma unroll
-          for (int c = 0; c < C; ++c) raw[c][j] = chunk.v[j * C + c];
-      } else {
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          const auto chunk = load_chunk<in_t, V>(src + c * pixels + g * V);
-#pragma unroll
-          for (int j = 0; j < V; ++j) raw[c][j] = chunk.v[j];
-        }
-      }
-      out_t result[C][V];
+      Group<in_t, V, Interleaved> x;
+      x.load(src, pixels, g);
+      Group<out_t, V, Interleaved> y;
       // The branch stays outside the pixel loop so that the group's pixels interleave.
       if (apply) {
-        transform_group<true, V>(raw, result, color, s, p);
+        transform_group<true>(x, y, color, s, p);
       } else {
-        transform_group<false, V>(raw, result, color, s, p);
+        transform_group<false>(x, y, color, s, p);
       }
-      if constexpr (Interleaved) {
-        Chunk<out_t, C * V> chunk;
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-#pragma unroll
-          for (int c = 0; c < C; ++c) chunk.v[j * C + c] = result[c][j];
-        store_chunk(dst + g * V * C, chunk);
-      } else {
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          Chunk<out_t, V> chunk;
-#pragma unroll
-          for (int j = 0; j < V; ++j) chunk.v[j] = result[c][j];
-          store_chunk(dst + c * pixels + g * V, chunk);
-        }
-      }
+      y.store(dst, pixels, g);
     }
   }
 }
@@ -142,12 +136,17 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
     const auto* src = in.const_data_ptr<in_t>();
     auto* dst = out.mutable_data_ptr<out_t>();
     constexpr int V = kPixelsPerGroup<in_t, out_t>;
-    if (g.channels == kChannels && g.pixels % V == 0 && aligned16(src) && aligned16(dst)) {
-      const dim3 grid = image_grid(g.pixels / V, images, 65535);
-      auto kernel = g.interleaved ? forward_vectorized<in_t, out_t, P, true>
-                                  : forward_vectorized<in_t, out_t, P, false>;
-      kernel<<<grid, kThreads, 0, stream>>>(src, dst, images, g.frames, g.pixels, params.params);
-    } else {
+    const bool vectorized = kVectorizable<in_t, out_t> && g.channels == kChannels &&
+                            g.pixels % V == 0 && aligned16(src) && aligned16(dst);
+    if constexpr (kVectorizable<in_t, out_t>) {
+      if (vectorized) {
+        const dim3 grid = image_grid(g.pixels / V, images, 65535);
+        auto kernel = g.interleaved ? forward_vectorized<in_t, out_t, P, true>
+                                    : forward_vectorized<in_t, out_t, P, false>;
+        kernel<<<grid, kThreads, 0, stream>>>(src, dst, images, g.frames, g.pixels, params.params);
+      }
+    }
+    if (!vectorized) {
       const dim3 grid = image_grid(g.pixels, images, 65535);
       forward_per_pixel<in_t, out_t, P><<<grid, kThreads, 0, stream>>>(
           src, dst, images, g.frames, g.pixels, static_cast<int>(g.channels), g.interleaved,

@@ -48,23 +48,24 @@ __device__ __forceinline__ void pack_sums(P (&sums)[kArray<C> + 3], const P (&gr
   sums[channels + 2] = acc.gamma;
 }
 
-template <bool Apply, int V, typename in_t, typename g_t, typename P>
-__device__ __forceinline__ void backward_group(const in_t (&raw_x)[kChannels][V],
-                                               const g_t (&raw_g)[kChannels][V],
-                                               in_t (&result)[kChannels][V], const P* color,
-                                               const SampleParams<P>& s, const Params<P>& p,
-                                               P (&grad_color)[kChannels], ScalarGrads<P>& acc) {
+template <bool Apply, typename in_t, typename g_t, int V, bool Interleaved, typename P>
+__device__ __forceinline__ void backward_group(const Group<in_t, V, Interleaved>& x_in,
+                                               const Group<g_t, V, Interleaved>& g_in,
+                                               Group<in_t, V, Interleaved>& result,
+                                               const P* color, const SampleParams<P>& s,
+                                               const Params<P>& p, P (&grad_color)[kChannels],
+                                               ScalarGrads<P>& acc) {
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     P x[kChannels], d[kChannels];
 #pragma unroll
     for (int c = 0; c < kChannels; ++c) {
-      x[c] = load<P>(raw_x[c][j]);
-      d[c] = load<P>(raw_g[c][j]) * p.inv_std[c];
+      x[c] = load<P>(x_in.at(c, j));
+      d[c] = load<P>(g_in.at(c, j)) * p.inv_std[c];
     }
     if constexpr (Apply) backward_pixel<kChannels>(x, d, kChannels, color, s, grad_color, acc);
 #pragma unroll
-    for (int c = 0; c < kChannels; ++c) result[c][j] = store<in_t>(d[c]);
+    for (int c = 0; c < kChannels; ++c) result.at(c, j) = store<in_t>(d[c]);
   }
 }
 
@@ -88,53 +89,18 @@ backward_vectorized(const in_t* __restrict__ in, const g_t* __restrict__ grad,
     ScalarGrads<P> acc;
     for (int64_t g = int64_t(blockIdx.x) * kThreads + threadIdx.x; g < groups;
          g += int64_t(gridDim.x) * kThreads) {
-      in_t raw_x[C][V];
-      g_t raw_g[C][V];
-      if constexpr (Interleaved) {
-        const auto x_chunk = load_chunk<in_t, C * V>(in + offset + g * V * C);
-        const auto g_chunk = load_chunk<g_t, C * V>(grad + offset + g * V * C);
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-#pragma unroll
-          for (int c = 0; c < C; ++c) {
-            raw_x[c][j] = x_chunk.v[j * C + c];
-            raw_g[c][j] = g_chunk.v[j * C + c];
-          }
-      } else {
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          const auto x_chunk = load_chunk<in_t, V>(in + offset + c * pixels + g * V);
-          const auto g_chunk = load_chunk<g_t, V>(grad + offset + c * pixels + g * V);
-#pragma unroll
-          for (int j = 0; j < V; ++j) {
-            raw_x[c][j] = x_chunk.v[j];
-            raw_g[c][j] = g_chunk.v[j];
-          }
-        }
-      }
-      in_t result[C][V];
+      Group<in_t, V, Interleaved> x;
+      Group<g_t, V, Interleaved> dy;
+      x.load(in + offset, pixels, g);
+      dy.load(grad + offset, pixels, g);
+      Group<in_t, V, Interleaved> dx;
       // The branch stays outside the pixel loop so that the group's pixels interleave.
       if (apply) {
-        backward_group<true, V>(raw_x, raw_g, result, color, s, p, grad_color, acc);
+        backward_group<true>(x, dy, dx, color, s, p, grad_color, acc);
       } else {
-        backward_group<false, V>(raw_x, raw_g, result, color, s, p, grad_color, acc);
+        backward_group<false>(x, dy, dx, color, s, p, grad_color, acc);
       }
-      if constexpr (Interleaved) {
-        Chunk<in_t, C * V> chunk;
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-#pragma unroll
-          for (int c = 0; c < C; ++c) chunk.v[j * C + c] = result[c][j];
-        store_chunk(grad_in + offset + g * V * C, chunk);
-      } else {
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          Chunk<in_t, V> chunk;
-#pragma unroll
-          for (int j = 0; j < V; ++j) chunk.v[j] = result[c][j];
-          store_chunk(grad_in + offset + c * pixels + g * V, chunk);
-        }
-      }
+      dx.store(grad_in + offset, pixels, g);
     }
     P sums[C + 3];
     pack_sums<P, C>(sums, grad_color, acc, C);
