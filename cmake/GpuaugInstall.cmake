@@ -4,7 +4,9 @@
 include(CMakePackageConfigHelpers)
 
 set(GPUAUG_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/gpuaug")
-set_target_properties(gpuaug PROPERTIES INSTALL_RPATH "$ORIGIN")
+# Find PyTorch's libraries from a C++ program too: beside a wheel install (site-packages/gpuaug/lib
+# next to site-packages/torch/lib), else where the build found them.
+set_target_properties(gpuaug PROPERTIES INSTALL_RPATH "$ORIGIN/../../torch/lib;${TORCH_INSTALL_PREFIX}/lib")
 
 install(TARGETS gpuaug EXPORT gpuaugTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -29,7 +29,7 @@ struct RoundHalfUpOp {
   template <typename T>
   C10_HOST_DEVICE T operator()(T x) const {
     const T down = std::floor(x);
-    return x - down >= T(0.5) ? down + T(1) : down;
+    return x - down >= T(0.5) ? down + T(1) : down + T(0);  // + 0: -0.0 rounds to +0.0
   }
 };
 

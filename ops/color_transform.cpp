@@ -226,6 +226,8 @@ at::Tensor color_dense_image(const at::Tensor& image) {
 }
 
 at::Tensor color_param(const at::Tensor& param, at::ScalarType compute_dtype) {
+  // The common case, already right, skips two dispatcher round trips.
+  if (param.scalar_type() == compute_dtype && param.is_contiguous()) return param;
   return param.to(compute_dtype).contiguous();
 }
 

@@ -5,6 +5,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <limits>
+
 #include "kernels/cuda/color_common.cuh"
 #include "ops/color_transform.h"
 
@@ -56,35 +58,46 @@ __device__ __forceinline__ void transform_group(const Group<in_t, V, Interleaved
   }
 }
 
+// Groups are numbered across all images, and a grid of as many blocks as fit on the GPU at once
+// walks them: no partial last wave, no idle threads at the end of each image.
 template <typename in_t, typename out_t, typename P, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
-forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, int64_t images,
-                   int64_t frames, int64_t pixels, const __grid_constant__ Params<P> p) {
+forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_t total_groups,
+                   const FastDivider groups_per_image, const FastDivider frames,
+                   int64_t pixels, const __grid_constant__ Params<P> p) {
   constexpr int C = kChannels;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
-  const int64_t groups = pixels / V;
-  for (int64_t image = blockIdx.y; image < images; image += gridDim.y) {
-    const int64_t n = image / frames;
-    const bool apply = p.applies(n);
+  for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < total_groups;
+       i += gridDim.x * kThreads) {
+    const uint32_t image = groups_per_image.div(i);
+    const uint32_t g = i - image * groups_per_image.divisor;
+    const uint32_t n = frames.div(image);
     const P* color_row = p.color_of(n);
     const P color[C] = {color_row[0], color_row[1], color_row[2]};
     const SampleParams<P> s = p.sample(n);
-    const in_t* src = in + image * C * pixels;
-    out_t* dst = out + image * C * pixels;
-    for (int64_t g = int64_t(blockIdx.x) * kThreads + threadIdx.x; g < groups;
-         g += int64_t(gridDim.x) * kThreads) {
-      Group<in_t, V, Interleaved> x;
-      x.load(src, pixels, g);
-      Group<out_t, V, Interleaved> y;
-      // The branch stays outside the pixel loop so that the group's pixels interleave.
-      if (apply) {
-        transform_group<true>(x, y, color, s, p);
-      } else {
-        transform_group<false>(x, y, color, s, p);
-      }
-      y.store(dst, pixels, g);
+    const int64_t offset = int64_t(image) * C * pixels;
+    Group<in_t, V, Interleaved> x;
+    x.load(in + offset, pixels, g);
+    Group<out_t, V, Interleaved> y;
+    // The branch stays outside the pixel loop so that the group's pixels interleave.
+    if (p.applies(n)) {
+      transform_group<true>(x, y, color, s, p);
+    } else {
+      transform_group<false>(x, y, color, s, p);
     }
+    y.store(out + offset, pixels, g);
   }
+}
+
+// Blocks of `kernel` that the whole GPU holds at once.
+template <typename Kernel>
+int64_t resident_blocks(Kernel kernel) {
+  static const int per_sm = [&] {
+    int blocks = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
+    return std::max(blocks, 1);
+  }();
+  return int64_t(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
 }
 
 // Any channel count and alignment: one pixel per thread, channels in local arrays.
@@ -136,14 +149,19 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
     const auto* src = in.const_data_ptr<in_t>();
     auto* dst = out.mutable_data_ptr<out_t>();
     constexpr int V = kPixelsPerGroup<in_t, out_t>;
+    const int64_t total_groups = images * (g.pixels / V);
     const bool vectorized = kVectorizable<in_t, out_t> && g.channels == kChannels &&
-                            g.pixels % V == 0 && aligned16(src) && aligned16(dst);
+                            g.pixels % V == 0 && aligned16(src) && aligned16(dst) &&
+                            total_groups <= std::numeric_limits<int32_t>::max();
     if constexpr (kVectorizable<in_t, out_t>) {
       if (vectorized) {
-        const dim3 grid = image_grid(g.pixels / V, images, 65535);
         auto kernel = g.interleaved ? forward_vectorized<in_t, out_t, P, true>
                                     : forward_vectorized<in_t, out_t, P, false>;
-        kernel<<<grid, kThreads, 0, stream>>>(src, dst, images, g.frames, g.pixels, params.params);
+        const int64_t blocks = std::min(ceil_div(total_groups, kThreads), resident_blocks(kernel));
+        kernel<<<blocks, kThreads, 0, stream>>>(
+            src, dst, static_cast<uint32_t>(total_groups),
+            FastDivider(static_cast<uint32_t>(g.pixels / V)),
+            FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params.params);
       }
     }
     if (!vectorized) {

@@ -87,6 +87,11 @@ at::Tensor color_transform_autograd(const at::Tensor& image, const at::Tensor& c
               "gpuaug::color_transform: gradients need a floating image and output dtype, but got "
               "image ", image.scalar_type(), " and output ", out_dtype,
               " with parameters that require grad");
+  if (!wants_grad) {  // skip the autograd node and its bookkeeping: plain augmentation
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return gpuaug::color_transform(image, color, brightness, contrast, gamma, apply, dtype, mean,
+                                   stddev);
+  }
   return ColorTransformFunction::apply(image, color, brightness, contrast, gamma, apply, dtype,
                                        mean, stddev);
 }

@@ -5,7 +5,6 @@ and torch.export; the functions here are thin typed wrappers over them.
 """
 
 import os
-import re
 
 import torch
 
@@ -27,12 +26,6 @@ cmake_prefix_path: str = os.path.dirname(os.path.abspath(__file__))
 library_path: str = os.path.join(cmake_prefix_path, "lib", "libgpuaug.so")
 
 
-def _cuda_major_of(torch_version: str) -> int | None:
-    """13 for "2.11.0+cu130", None when the version names no CUDA build."""
-    m = re.search(r"\+cu(\d+)\d$", torch_version)
-    return int(m.group(1)) if m else None
-
-
 def _check_torch() -> None:
     # libgpuaug links against libtorch's C++ ABI, which changes between releases: a mismatch
     # would fail later with unresolved symbols or crash, so refuse up front.
@@ -43,12 +36,12 @@ def _check_torch() -> None:
         problem = f"it was built against PyTorch {built}, but PyTorch {running} is running"
     elif _build_info.with_cuda:
         running_cuda = torch.version.cuda
-        built_major = _cuda_major_of(built)
+        built_cuda = _build_info.torch_cuda
         if running_cuda is None:
             problem = f"it was built with CUDA against PyTorch {built}, but PyTorch {running} has no CUDA"
-        elif built_major is not None and built_major != int(running_cuda.split(".")[0]):
+        elif built_cuda and built_cuda.split(".")[0] != running_cuda.split(".")[0]:
             problem = (
-                f"it was built against PyTorch {built} (CUDA {built_major}), but PyTorch "
+                f"it was built against PyTorch {built} (CUDA {built_cuda}), but PyTorch "
                 f"{running} uses CUDA {running_cuda}"
             )
     if problem:

@@ -1,18 +1,8 @@
 # ctest driver (cmake -P): installs a gpuaug build into a scratch prefix, configures and builds
 # examples/cpp against it with find_package(gpuaug), and runs both example programs.
 # Variables: GPUAUG_BUILD_DIR, EXAMPLE_SOURCE_DIR, WORK_DIR, GENERATOR, CXX_COMPILER,
-# CUDA_COMPILER (may be empty), TORCH_PREFIX (torch.utils.cmake_prefix_path), TORCH_LIBRARY_DIR,
-# GPUAUG_WITH_CUDA.
+# CUDA_COMPILER (may be empty), TORCH_PREFIX (torch.utils.cmake_prefix_path).
 cmake_minimum_required(VERSION 3.18)
-
-# Known bug (an expected failure, checked strictly): the installed libgpuaug.so has RUNPATH
-# $ORIGIN only, so the loader cannot find the Torch/CUDA libraries it needs (libc10_cuda.so of a
-# CUDA build) when the program itself does not list them, which Torch's own "-Wl,--as-needed"
-# entries in TORCH_LIBRARIES make the usual case. While set, a run failing with "cannot open
-# shared object file" is retried with LD_LIBRARY_PATH=<torch lib dir> and must then pass; a
-# first run that passes fails the test, to have this switched off once
-# cmake/GpuaugInstall.cmake is fixed. (A CPU-only build needs nothing the program lacks.)
-set(EXPECT_RUNPATH_BUG ${GPUAUG_WITH_CUDA})
 
 function(run_step name)
   message(STATUS "[${name}] ${ARGN}")
@@ -48,28 +38,9 @@ if(NOT at GREATER -1)
 endif()
 
 run_step(build "${CMAKE_COMMAND}" --build "${build}")
+# The programs must run as built: libgpuaug.so's run path finds PyTorch's libraries.
 function(run_program name)
-  set(program "${build}/${name}")
-  message(STATUS "[${name}] ${program}")
-  execute_process(COMMAND "${program}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  message("${out}${err}")
-  if(rc EQUAL 0)
-    if(EXPECT_RUNPATH_BUG)
-      message(FATAL_ERROR "[${name}] passed without LD_LIBRARY_PATH: the RUNPATH bug is fixed, "
-                          "set EXPECT_RUNPATH_BUG OFF in ${CMAKE_CURRENT_LIST_FILE}")
-    endif()
-    return()
-  endif()
-  if(NOT (EXPECT_RUNPATH_BUG AND err MATCHES "error while loading shared libraries: .*cannot open shared object file"))
-    message(FATAL_ERROR "[${name}] failed (${rc})")
-  endif()
-  message(WARNING "[${name}] expected failure (known bug, installed libgpuaug.so cannot find its "
-                  "Torch libraries): retrying with LD_LIBRARY_PATH=${TORCH_LIBRARY_DIR}")
-  set(path "${TORCH_LIBRARY_DIR}")
-  if(DEFINED ENV{LD_LIBRARY_PATH})
-    string(APPEND path ":$ENV{LD_LIBRARY_PATH}")
-  endif()
-  run_step(${name} "${CMAKE_COMMAND}" -E env "LD_LIBRARY_PATH=${path}" "${program}")
+  run_step(${name} "${build}/${name}")
 endfunction()
 
 run_program(gpuaug_example)

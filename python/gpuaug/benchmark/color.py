@@ -147,5 +147,6 @@ def cases(numel: int, device: torch.device) -> list[Case]:
     ]
     latency = (32, 3, 224, 224)
     result.append(Case("color fwd latency", latency, f32, inputs(latency, device), ours,
-                       compiled(formula), "torch.compile", 2 * 4 * 32 * 3 * 224 * 224))
+                       compiled(formula), "torch.compile", 2 * 4 * 32 * 3 * 224 * 224,
+                       latency=True))
     return result

@@ -31,6 +31,7 @@ class Case:
     baseline: Callable[..., Any]
     baseline_name: str
     bytes_moved: int  # minimal traffic: each input read once, each output written once
+    latency: bool = False  # time single calls (launch included), not back-to-back bursts
 
 
 Factory = Callable[[int, torch.device], Sequence[Case]]
@@ -53,20 +54,32 @@ def input_sets(make_inputs: Callable[[], tuple[Any, ...]],
 
 
 def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.device,
-              warmup: int, runs: int) -> float:
-    """Median time of one call, from CUDA events on a GPU (the host clock on a CPU)."""
+              warmup: int, runs: int, latency: bool = False) -> float:
+    """Median time of one call, from CUDA events on a GPU (the host clock on a CPU). Each sample
+    times a burst of calls lasting about half a millisecond, so that for short kernels the
+    number is the GPU's time per call (the host enqueues ahead), not launch latency; with
+    `latency`, single synchronised calls instead."""
     for i in range(warmup):
         fn(*sets[i % len(sets)])
     if device.type == "cuda":
         torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*sets[0])
+        end.record()
+        end.synchronize()
+        burst = 1 if latency else max(1, min(100, math.ceil(0.5 / max(start.elapsed_time(end), 1e-3))))
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in range(runs)]
         for i, (start, end) in enumerate(events):
             start.record()
-            fn(*sets[i % len(sets)])
+            for j in range(burst):
+                fn(*sets[(i * burst + j) % len(sets)])
             end.record()
+            if latency:
+                end.synchronize()
         torch.cuda.synchronize()
-        times = [start.elapsed_time(end) for start, end in events]
+        times = [start.elapsed_time(end) / burst for start, end in events]
     else:
         times = []
         for i in range(runs):
@@ -90,8 +103,8 @@ def copy_bandwidth(numel: int, device: torch.device, warmup: int, runs: int) -> 
 
 def measure(case: Case, device: torch.device, copy_gbps: float, warmup: int, runs: int) -> dict:
     sets = input_sets(case.make_inputs, device)
-    ours_ms = median_ms(case.ours, sets, device, warmup, runs)
-    base_ms = median_ms(case.baseline, sets, device, warmup, runs)
+    ours_ms = median_ms(case.ours, sets, device, warmup, runs, case.latency)
+    base_ms = median_ms(case.baseline, sets, device, warmup, runs, case.latency)
     ours_gbps = gbps(case.bytes_moved, ours_ms)
     return {
         "name": case.name,
