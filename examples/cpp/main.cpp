@@ -38,11 +38,13 @@ void run(at::Device device) {
   const auto x = at::tensor({-1.5f, -0.5f, 0.0f, 0.49f, 0.5f, 2.5f}, opts);
   check("relu(x)", gpuaug::relu(x), at::tensor({0.0f, 0.0f, 0.0f, 0.49f, 0.5f, 2.5f}, opts));
   // floor(x + 0.5): ties go up (at::round would give -2, -0, 0, 0, 0, 2).
-  check("round_ste(x)", gpuaug::round_ste(x), at::tensor({-1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 3.0f}, opts));
+  check("round_ste(x)", gpuaug::round_ste(x),
+        at::tensor({-1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 3.0f}, opts));
   // Broadcasting: [2, 1] * [3] -> [2, 3].
   const auto a = at::tensor({2.0f, -3.0f}, opts).reshape({2, 1});
   const auto b = at::tensor({1.0f, 0.5f, -4.0f}, opts);
-  check("mul(a, b)", gpuaug::mul(a, b), at::tensor({2.0f, 1.0f, -8.0f, -3.0f, -1.5f, 12.0f}, opts).reshape({2, 3}));
+  check("mul(a, b)", gpuaug::mul(a, b),
+        at::tensor({2.0f, 1.0f, -8.0f, -3.0f, -1.5f, 12.0f}, opts).reshape({2, 3}));
 
   // Autograd: loss = sum(round_ste(mul(relu(x), w))); round_ste passes the gradient through,
   // mul scales it by w, relu keeps it where x > 0. d loss / d w = relu(x).

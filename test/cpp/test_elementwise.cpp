@@ -129,6 +129,26 @@ TEST_P(Values, RoundSteIsFloorOfXPlusHalf) {
     const auto x = input(shape, 4);
     EXPECT_TRUE(exactly_equal(gpuaug::round_ste(x), round_ste_reference(x)));
   }
+  // Where floor(x + 0.5) evaluated in the dtype is wrong: x + 0.5 rounds up to the next integer
+  // just below a tie, and odd integers past the significand gain 1.
+  std::vector<double> hard, rounded;
+  if (dtype() == at::kFloat) {
+    hard = {0.49999997019767761, 8388609.0, -8388607.5};
+    rounded = {0.0, 8388609.0, -8388607.0};
+  } else if (dtype() == at::kDouble) {
+    hard = {0.49999999999999994, 4503599627370497.0};
+    rounded = {0.0, 4503599627370497.0};
+  } else if (dtype() == at::kHalf) {
+    hard = {0.499755859375, 1023.5};
+    rounded = {0.0, 1024.0};
+  } else {
+    hard = {0.498046875, 127.5};
+    rounded = {0.0, 128.0};
+  }
+  const auto hard_x = at::tensor(hard, at::kDouble).to(dtype());
+  ASSERT_TRUE(at::equal(hard_x.to(at::kDouble), at::tensor(hard, at::kDouble))) << "not exact";
+  EXPECT_TRUE(exactly_equal(gpuaug::round_ste(hard_x.to(device())),
+                            at::tensor(rounded, at::kDouble).to(dtype()).to(device())));
   // Ties go up (unlike at::round, which rounds half to even).
   const auto ties = at::tensor({0.5, 1.5, 2.5, -0.5, -1.5, -2.5}).to(dtype()).to(device());
   const auto up = at::tensor({1.0, 2.0, 3.0, 0.0, -1.0, -2.0}).to(dtype()).to(device());

@@ -67,6 +67,18 @@ def check_unary_and_binary(tag, x, y):
     expect(f"mul_backward[b] {tag}", gb, mul_ref(c(y), c(x)))
 
 
+# Values where floor(x + 0.5) computed naively in the dtype goes wrong, and specials:
+# (inputs, round_ste(inputs)); relu of the same inputs is checked against relu_ref.
+EDGES = {
+    torch.float32: ([0.49999997, 8388609.0, -0.5, 2.5, -2.5, float("nan"), float("inf"), -float("inf")],
+                    [0.0, 8388609.0, 0.0, 3.0, -2.0, float("nan"), float("inf"), -float("inf")]),
+    torch.float64: ([0.49999999999999994, 4503599627370497.0, -0.5, 2.5, float("nan")],
+                    [0.0, 4503599627370497.0, 0.0, 3.0, float("nan")]),
+    torch.float16: ([0.49975586, 1023.5, -0.5, 2.5, float("nan")], [0.0, 1024.0, 0.0, 3.0, float("nan")]),
+    torch.bfloat16: ([0.49804688, 127.5, -0.5, 2.5, float("nan")], [0.0, 128.0, 0.0, 3.0, float("nan")]),
+}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda")
@@ -90,6 +102,9 @@ def main():
         check_unary_and_binary(f"{d} channels_last", cl(r((2, 3, 5, 7), 7)), cl(r((2, 3, 5, 7), 8)))
         check_unary_and_binary(f"{d} 0-d", r((), 9), r((), 10))
         check_unary_and_binary(f"{d} empty", r((0, 3), 11), r((0, 3), 12))
+        edges, rounded = (torch.tensor(v, dtype=dtype) for v in EDGES[dtype])
+        expect(f"round_ste edges {d}", ops.round_ste(edges.to(device)), rounded)
+        expect(f"relu edges {d}", ops.relu(edges.to(device)), relu_ref(edges))
 
         # Broadcasting mul (strided kernel with zero strides) and its reducing backward.
         a, b, g = r((33, 1), 13), r((1, 45), 14), r((33, 45), 15)

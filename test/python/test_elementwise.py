@@ -6,6 +6,7 @@ import os
 
 import pytest
 import torch
+import torch._dynamo.testing  # CompileCounterWithBackend
 
 import gpuaug
 from gpuaug_testing import (CUDA, DEVICES, DTYPES, assert_close, assert_exact, make_input,
@@ -109,6 +110,31 @@ def test_outputs_are_new_tensors(op, device):
         assert outs[0].untyped_storage().data_ptr() != outs[1].untyped_storage().data_ptr()
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_no_grad_and_inference_mode(device):
+    x = make_input((3, 4), torch.float32, device, seed=7, requires_grad=True)
+    with torch.no_grad():
+        y = ops.mul(ops.relu(x), x)
+    assert not y.requires_grad
+    assert_exact(y, mul_ref(relu_ref(x), x))
+    with torch.inference_mode():
+        z = ops.round_ste(x.detach())
+    assert z.is_inference()
+    assert_exact(z, round_ste_ref(x))
+
+
+def test_meta_tensors():
+    # The Meta kernels alone: shapes, layouts and errors without data (what tracing sees).
+    m = torch.empty(2, 3, 4, 5, device="meta").contiguous(memory_format=torch.channels_last)
+    for out in (ops.relu(m), ops.round_ste(m), ops.mul(m, m), ops.relu_backward(m, m)):
+        assert out.device.type == "meta" and out.shape == m.shape and out.stride() == m.stride()
+    assert ops.mul(m, torch.empty(5, device="meta")).is_contiguous()
+    ga, gb = ops.mul_backward(torch.empty(2, 3, 4, 5, device="meta"), m, torch.empty(5, device="meta"))
+    assert ga.shape == m.shape and gb.shape == (5,)
+    with pytest.raises(RuntimeError, match=r"gpuaug::mul: shapes of 'a' \[2, 3, 4, 5\] and 'b' \[4\]"):
+        ops.mul(m, torch.empty(4, device="meta"))
+
+
 # float32 and bfloat16 subnormals must be honoured as on the CPU (torch.mul and torch.relu keep
 # them); float16 is computed in float32, where its subnormals are normal numbers.
 SUBNORMAL_CUDA_XFAIL = pytest.mark.xfail(
@@ -172,6 +198,7 @@ def pipeline_ref(x, b):
     return round_ste_ref(mul_ref(relu_ref(x), b))
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")   # raised inside Inductor
 @pytest.mark.parametrize("device", DEVICES)
 def test_compile_dynamic_no_recompiles(device, fresh_dynamo):
     counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
