@@ -56,6 +56,27 @@ def test_sizes_and_alignment(name, dtype):
     check(name, *inputs(name, 4099, dtype, (2, 2, 2), seed=11))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(CASES))
+def test_strided_sizes(name, dtype):
+    # Every other element (not dense): the strided kernels, at sizes around their block sizes.
+    for n in SIZES:
+        check(name, *[make_input((n, 2), dtype, "cuda", seed=i)[:, 1] for i in range(CASES[name][0])])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_broadcast_sizes(dtype):
+    # Zero strides: a 0-d operand on either side, and an outer product.
+    for n in SIZES:
+        x = make_input((n,), dtype, "cuda", seed=1)
+        s = make_input((), dtype, "cuda", seed=2)
+        assert_exact(ops.mul(x, s).cpu(), mul_ref(x.cpu(), s.cpu()))
+        assert_exact(ops.mul(s, x).cpu(), mul_ref(s.cpu(), x.cpu()))
+        col = make_input((n, 1), dtype, "cuda", seed=3)
+        row = make_input((1, 3), dtype, "cuda", seed=4)
+        assert_exact(ops.mul(col, row).cpu(), mul_ref(col.cpu(), row.cpu()))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("name", list(CASES))
 def test_large(name, dtype):
@@ -106,6 +127,19 @@ def test_int64_indexing():
         del out
     y = ops.relu(x[1:])   # misaligned: the one-element-per-iteration kernel
     assert torch.equal(y[-chunk:], relu_ref(x[-chunk:]))
+    del y
+    # Strided (every other column) with byte offsets past 2^32 but fewer than 2^31 elements,
+    # also broadcast against a row: offsets must not be truncated to 32 bits.
+    rows = n // 1024
+    xs = x[:rows * 1024].view(rows, 1024)[:, ::2]
+    row = b[:512].view(1, 512)
+    step = chunk // 512
+    for name, ref in [("relu", lambda p: relu_ref(xs[p])), ("mul", lambda p: mul_ref(xs[p], row))]:
+        out = ops.mul(xs, row) if name == "mul" else ops.relu(xs)
+        for start in range(0, rows, step):
+            part = slice(start, start + step)
+            assert torch.equal(out[part], ref(part)), f"strided {name}: wrong in rows [{start}, +{step})"
+        del out
 
 
 @pytest.mark.parametrize("name", list(CASES))
