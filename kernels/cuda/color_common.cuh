@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "kernels/color_params.h"
+#include "kernels/cuda/fast_divider.cuh"
 
 namespace gpuaug::cuda::color {
 
@@ -129,19 +130,6 @@ __device__ __forceinline__ void pack_u8(Group<uint8_t, V, Interleaved>& g, Value
                                     0x5410u);
     }
 }
-
-// n / divisor for 32-bit n by a multiply-high and a shift (Granlund and Montgomery): a 32-bit
-// division is a long instruction sequence, and this one runs once per pixel group.
-struct FastDivider {
-  uint32_t divisor, magic, shift;
-  explicit FastDivider(uint32_t d) : divisor(d), shift(0) {
-    while (shift < 32 && (uint64_t(1) << shift) < d) ++shift;
-    magic = static_cast<uint32_t>(((uint64_t(1) << 32) * ((uint64_t(1) << shift) - d)) / d + 1);
-  }
-  __device__ __forceinline__ uint32_t div(uint32_t n) const {
-    return (__umulhi(n, magic) + n) >> shift;
-  }
-};
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/fast_divider.cuh"
 #include "kernels/iterator.h"
 
 namespace gpuaug::cuda {
@@ -114,6 +115,51 @@ strided_kernel(int64_t n, char* out, Inputs<NumInputs> in, StridedLayout<NumInpu
   }
 }
 
+// The same with 32-bit offsets and multiply-high divisions, several elements in flight per
+// thread: what broadcasts and other strided operands take when their offsets fit in 32 bits.
+template <int NumArgs>
+struct StridedLayout32 {
+  int ndim;
+  FastDivider sizes[kMaxDims];
+  uint32_t strides[kMaxDims][NumArgs];
+};
+
+constexpr int kStridedUnroll = 4;
+
+template <typename T, int NumInputs, typename Op>
+__global__ void __launch_bounds__(kThreads)
+strided_kernel32(uint32_t n, char* out, Inputs<NumInputs> in,
+                 const __grid_constant__ StridedLayout32<NumInputs + 1> layout, Op op) {
+  using opmath_t = at::opmath_type<T>;
+  opmath_t args[kStridedUnroll][NumInputs];
+  uint32_t out_offset[kStridedUnroll];
+  const uint32_t first = blockIdx.x * kThreads * kStridedUnroll + threadIdx.x;
+#pragma unroll
+  for (int u = 0; u < kStridedUnroll; ++u) {
+    const uint32_t linear = first + u * kThreads;
+    if (linear >= n) break;
+    uint32_t offset[NumInputs + 1] = {};
+    uint32_t rest = linear;
+    for (int d = 0; d < layout.ndim; ++d) {
+      const uint32_t next = layout.sizes[d].div(rest);
+      const uint32_t index = rest - next * layout.sizes[d].divisor;
+      rest = next;
+#pragma unroll
+      for (int a = 0; a <= NumInputs; ++a) offset[a] += index * layout.strides[d][a];
+    }
+    out_offset[u] = offset[0];
+#pragma unroll
+    for (int a = 0; a < NumInputs; ++a) {
+      args[u][a] = static_cast<opmath_t>(*reinterpret_cast<const T*>(in.ptr[a] + offset[a + 1]));
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kStridedUnroll; ++u) {
+    if (first + u * kThreads >= n) break;
+    *reinterpret_cast<T*>(out + out_offset[u]) = static_cast<T>(apply(op, args[u]));
+  }
+}
+
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // iter has one output followed by NumInputs inputs, all of dtype T, on one CUDA device.
@@ -139,6 +185,18 @@ void for_each_element_typed(at::TensorIteratorBase& iter, Op op) {
       const int64_t blocks = ceil_div(n, int64_t(kThreads) * kVectorsPerThread);
       flat_kernel<T, 1, NumInputs><<<blocks, kThreads, 0, stream>>>(n, out, in, op);
     }
+  } else if (iter.can_use_32bit_indexing()) {
+    StridedLayout32<NumInputs + 1> layout{};
+    layout.ndim = iter.ndim();
+    for (int d = 0; d < iter.ndim(); ++d) {
+      layout.sizes[d] = FastDivider(static_cast<uint32_t>(iter.shape()[d]));
+      for (int a = 0; a <= NumInputs; ++a) {
+        layout.strides[d][a] = static_cast<uint32_t>(iter.strides(a)[d]);
+      }
+    }
+    const int64_t blocks = ceil_div(n, int64_t(kThreads) * kStridedUnroll);
+    strided_kernel32<T, NumInputs><<<blocks, kThreads, 0, stream>>>(
+        static_cast<uint32_t>(n), reinterpret_cast<char*>(out), in, layout, op);
   } else {
     StridedLayout<NumInputs + 1> layout{};
     layout.ndim = iter.ndim();
