@@ -161,6 +161,21 @@ def test_subnormals(device, dtype):
     assert_exact(ops.round_ste(x), round_ste_ref(x))
 
 
+SCHEMAS = {
+    "relu": "gpuaug::relu(Tensor x) -> Tensor",
+    "relu_backward": "gpuaug::relu_backward(Tensor grad, Tensor x) -> Tensor",
+    "mul": "gpuaug::mul(Tensor a, Tensor b) -> Tensor",
+    "mul_backward": "gpuaug::mul_backward(Tensor grad, Tensor a, Tensor b) -> (Tensor, Tensor)",
+    "round_ste": "gpuaug::round_ste(Tensor x) -> Tensor",
+    "round_ste_backward": "gpuaug::round_ste_backward(Tensor(a) grad) -> Tensor(a)",
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_schema(name):
+    assert str(getattr(ops, name).default._schema) == SCHEMAS[name]
+
+
 # ---------------------------------------------------------------------------------------------
 # opcheck: schema, autograd registration, fake tensors and AOT dispatch (all four by default).
 
