@@ -25,10 +25,21 @@ void check_same_dtype_and_device(const char* op, const char* arg_a, const at::Te
               arg_a, "' (", a.device(), "), but got ", b.device());
 }
 
+std::string size_str(const c10::SymInt& size) {
+  if (const auto value = size.maybe_as_int()) return std::to_string(*value);
+  return size.toSymNodeImplUnowned()->str();
+}
+
+std::string shape_str(c10::SymIntArrayRef sizes) {
+  std::string out = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + size_str(sizes[i]);
+  return out + "]";
+}
+
 void check_same_shape(const char* op, const char* arg_a, const at::Tensor& a, const char* arg_b,
                       const at::Tensor& b) {
   TORCH_CHECK(a.sym_sizes() == b.sym_sizes(), op, ": expected '", arg_b, "' to have the shape of '",
-              arg_a, "' ", a.sym_sizes(), ", but got ", b.sym_sizes());
+              arg_a, "' ", shape_str(a.sym_sizes()), ", but got ", shape_str(b.sym_sizes()));
 }
 
 at::Tensor empty_dense_like(const at::Tensor& x) {

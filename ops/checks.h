@@ -4,6 +4,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <string>
+
 namespace gpuaug {
 
 // Floating dtypes the element-wise operators take.
@@ -16,6 +18,11 @@ void check_same_dtype_and_device(const char* op, const char* arg_a, const at::Te
 // `b` must have the shape of `a`.
 void check_same_shape(const char* op, const char* arg_a, const at::Tensor& a, const char* arg_b,
                       const at::Tensor& b);
+
+// Shapes and sizes for error messages, symbolic ones too. (Streaming c10::SymInt into
+// TORCH_CHECK's message crashed with a segfault on the GPU machine's build, not here.)
+std::string shape_str(c10::SymIntArrayRef sizes);
+std::string size_str(const c10::SymInt& size);
 
 // An output for an element-wise op on `x`: x's strides when x is dense (so channels_last and
 // other permutations survive and the op is one flat pass), else contiguous.

@@ -8,6 +8,7 @@
 
 #include "gpuaug/ops.h"
 #include "ops/backward.h"
+#include "ops/checks.h"
 
 namespace gpuaug {
 
@@ -97,14 +98,14 @@ c10::SymInt sample_count(const at::Tensor& image) {
 void check_image(const at::Tensor& image) {
   TORCH_CHECK(image.dim() >= 3 && image.dim() <= 5, kOp,
               ": expected 'image' of shape [C, H, W], [N, C, H, W] or [N, T, C, H, W], but got ",
-              image.dim(), "-d shape ", image.sym_sizes());
+              image.dim(), "-d shape ", shape_str(image.sym_sizes()));
   TORCH_CHECK(is_image_dtype(image.scalar_type()), kOp,
               ": expected 'image' of dtype float32, float64, float16, bfloat16 or uint8, but got ",
               image.scalar_type());
   const auto channels = image.sym_size(image.dim() - 3);
   TORCH_CHECK(channels >= 1 && channels <= kColorMaxChannels, kOp,
               ": expected 'image' to have 1 to ", kColorMaxChannels, " channels (dimension ",
-              image.dim() - 3, "), but got ", channels);
+              image.dim() - 3, "), but got ", size_str(channels));
 }
 
 // color: [C] or [N, C]; the scalar parameters: [] or [N]. Per-sample parameters live on the
@@ -119,13 +120,14 @@ void check_param(const char* name, const at::Tensor& param, const at::Tensor& im
   if (per_channel) {
     shared = param.dim() == 1 && param.sym_size(0) == c;
     const bool batched = param.dim() == 2 && param.sym_size(0) == n && param.sym_size(1) == c;
-    TORCH_CHECK(shared || batched, kOp, ": expected 'color' of shape [", c, "] or [", n, ", ", c,
-                "] for an image of shape ", image.sym_sizes(), ", but got ", param.sym_sizes());
+    TORCH_CHECK(shared || batched, kOp, ": expected 'color' of shape [", size_str(c), "] or [",
+                size_str(n), ", ", size_str(c), "] for an image of shape ",
+                shape_str(image.sym_sizes()), ", but got ", shape_str(param.sym_sizes()));
   } else {
     shared = param.dim() == 0;
     TORCH_CHECK(shared || (param.dim() == 1 && param.sym_size(0) == n), kOp, ": expected '", name,
-                "' of shape [] or [", n, "] for an image of shape ", image.sym_sizes(),
-                ", but got ", param.sym_sizes());
+                "' of shape [] or [", size_str(n), "] for an image of shape ",
+                shape_str(image.sym_sizes()), ", but got ", shape_str(param.sym_sizes()));
   }
   const bool device_ok = param.device() == image.device() || (shared && param.device().is_cpu());
   TORCH_CHECK(device_ok, kOp, ": expected '", name, "' on ", image.device(),
@@ -143,8 +145,8 @@ void check_arguments(const at::Tensor& image, const at::Tensor& color,
   if (apply.has_value()) {
     const auto n = sample_count(image);
     TORCH_CHECK(apply->scalar_type() == at::kBool && apply->dim() == 1 && apply->sym_size(0) == n,
-                kOp, ": expected 'apply' to be a bool tensor of shape [", n, "], but got ",
-                apply->scalar_type(), " of shape ", apply->sym_sizes());
+                kOp, ": expected 'apply' to be a bool tensor of shape [", size_str(n), "], but got ",
+                apply->scalar_type(), " of shape ", shape_str(apply->sym_sizes()));
     TORCH_CHECK(apply->device() == image.device(), kOp, ": expected 'apply' on ", image.device(),
                 " like 'image', but got ", apply->device());
   }
@@ -160,7 +162,7 @@ void check_normalization(const at::Tensor& image, at::ScalarType out_dtype,
   for (const auto& [name, values] : {std::pair{"mean", mean}, std::pair{"std", stddev}}) {
     if (!values.has_value()) continue;
     TORCH_CHECK(c == static_cast<int64_t>(values->size()), kOp, ": expected '", name, "' of length ",
-                c, " (one value per channel), but got ", values->size());
+                size_str(c), " (one value per channel), but got ", values->size());
   }
   if (stddev.has_value()) {
     for (double s : *stddev) {
@@ -205,8 +207,8 @@ ColorGrads color_transform_backward_meta(const at::Tensor& grad, const at::Tenso
   TORCH_CHECK(is_floating_dtype(grad.scalar_type()), kOp,
               ": gradients need a floating output dtype, but got ", grad.scalar_type());
   TORCH_CHECK(grad.sym_sizes() == image.sym_sizes() && grad.device() == image.device(), kOp,
-              "_backward: expected 'grad' of shape ", image.sym_sizes(), " on ", image.device(),
-              ", but got ", grad.sym_sizes(), " on ", grad.device());
+              "_backward: expected 'grad' of shape ", shape_str(image.sym_sizes()), " on ",
+              image.device(), ", but got ", shape_str(grad.sym_sizes()), " on ", grad.device());
   check_normalization(image, grad.scalar_type(), std::nullopt, stddev);
   auto param_grad = [&](const at::Tensor& p) {
     return at::empty_symint(p.sym_sizes(), p.options().device(image.device()));

@@ -43,9 +43,9 @@ c10::SymDimVector broadcast_shape(const char* op, const at::Tensor& a, const at:
   for (size_t i = 0; i < ndim; ++i) {
     const c10::SymInt da = i < sa.size() ? sa[sa.size() - 1 - i] : c10::SymInt(1);
     const c10::SymInt db = i < sb.size() ? sb[sb.size() - 1 - i] : c10::SymInt(1);
-    TORCH_CHECK(da == db || da == 1 || db == 1, op, ": shapes of 'a' ", sa, " and 'b' ", sb,
-                " do not broadcast (dimension ", int64_t(ndim) - 1 - int64_t(i), ": ", da, " vs ",
-                db, ")");
+    TORCH_CHECK(da == db || da == 1 || db == 1, op, ": shapes of 'a' ", shape_str(sa), " and 'b' ",
+                shape_str(sb), " do not broadcast (dimension ", int64_t(ndim) - 1 - int64_t(i), ": ",
+                size_str(da), " vs ", size_str(db), ")");
     shape[ndim - 1 - i] = da == 1 ? db : da;
   }
   return shape;
@@ -74,8 +74,8 @@ std::tuple<at::Tensor, at::Tensor> mul_backward_meta(const at::Tensor& grad, con
   check_same_dtype_and_device("gpuaug::mul_backward", "a", a, "grad", grad);
   const auto shape = broadcast_shape("gpuaug::mul_backward", a, b);
   TORCH_CHECK(grad.sym_sizes() == c10::SymIntArrayRef(shape),
-              "gpuaug::mul_backward: expected 'grad' of the broadcast shape ", shape, ", but got ",
-              grad.sym_sizes());
+              "gpuaug::mul_backward: expected 'grad' of the broadcast shape ", shape_str(shape),
+              ", but got ", shape_str(grad.sym_sizes()));
   return {empty_dense_like(a), empty_dense_like(b)};
 }
 

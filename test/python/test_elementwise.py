@@ -137,15 +137,10 @@ def test_meta_tensors():
 
 # float32 and bfloat16 subnormals must be honoured as on the CPU (torch.mul and torch.relu keep
 # them); float16 is computed in float32, where its subnormals are normal numbers.
-SUBNORMAL_CUDA_XFAIL = pytest.mark.xfail(
-    strict=True, reason="kernels/cuda are built with --use_fast_math, which flushes float32 "
-    "subnormals to zero (mul.ftz, setp.ftz): see the report")
-
-
 @pytest.mark.parametrize("device,dtype", [
     ("cpu", torch.float32), ("cpu", torch.bfloat16), ("cpu", torch.float16), ("cpu", torch.float64),
-    pytest.param("cuda", torch.float32, marks=[requires_cuda, SUBNORMAL_CUDA_XFAIL]),
-    pytest.param("cuda", torch.bfloat16, marks=[requires_cuda, SUBNORMAL_CUDA_XFAIL]),
+    pytest.param("cuda", torch.float32, marks=requires_cuda),
+    pytest.param("cuda", torch.bfloat16, marks=requires_cuda),
     pytest.param("cuda", torch.float16, marks=requires_cuda),
     pytest.param("cuda", torch.float64, marks=requires_cuda)])
 def test_subnormals(device, dtype):

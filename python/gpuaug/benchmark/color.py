@@ -58,6 +58,12 @@ def ours_u8_normalized(x, color, brightness, contrast, gamma):
     return op(x, color, brightness, contrast, gamma, dtype=torch.float32, mean=MEAN, std=STD)
 
 
+def backward_op(grad, x, color, brightness, contrast, gamma):
+    """The registered backward op alone: what autograd launches, without the engine around it."""
+    return torch.ops.gpuaug.color_transform_backward(grad, x, color, brightness, contrast, gamma,
+                                                     None, None)
+
+
 def backward_only(fn: Callable) -> Callable:
     """fn's backward alone: the forward runs once per input set and its graph is kept (the
     harness keeps every input set alive, so their ids stay unique)."""
@@ -143,6 +149,9 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         # Read grad and image, write the image's gradient (the parameters' are negligible).
         Case("color bwd", shape, f32, inputs(shape, device, with_grad=True),
              backward_only(ours), backward_only(compiled(formula)), "torch.compile",
+             12 * numel_image),
+        Case("color bwd op", shape, f32, inputs(shape, device, with_grad=True),
+             backward_op, backward_only(compiled(formula)), "torch.compile",
              12 * numel_image),
     ]
     latency = (32, 3, 224, 224)
