@@ -4,6 +4,8 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
 
+#include <cstdio>
+
 namespace gpuaug {
 
 void check_floating(const char* op, const char* arg, const at::Tensor& t) {
@@ -33,6 +35,16 @@ std::string size_str(const c10::SymInt& size) {
 std::string shape_str(c10::SymIntArrayRef sizes) {
   std::string out = "[";
   for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + size_str(sizes[i]);
+  return out + "]";
+}
+
+std::string values_str(c10::ArrayRef<double> values) {
+  std::string out = "[";
+  char buffer[32];
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::snprintf(buffer, sizeof(buffer), "%g", values[i]);
+    out += (i ? ", " : "") + std::string(buffer);
+  }
   return out + "]";
 }
 

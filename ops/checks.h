@@ -19,10 +19,12 @@ void check_same_dtype_and_device(const char* op, const char* arg_a, const at::Te
 void check_same_shape(const char* op, const char* arg_a, const at::Tensor& a, const char* arg_b,
                       const at::Tensor& b);
 
-// Shapes and sizes for error messages, symbolic ones too. (Streaming c10::SymInt into
-// TORCH_CHECK's message crashed with a segfault on the GPU machine's build, not here.)
+// Numbers for error messages, as strings: streaming an integer or a double into TORCH_CHECK's
+// message segfaulted in the GPU machine's build (GCC 13; not with GCC 12 here), strings and
+// c10's own types do not.
 std::string shape_str(c10::SymIntArrayRef sizes);
 std::string size_str(const c10::SymInt& size);
+std::string values_str(c10::ArrayRef<double> values);
 
 // An output for an element-wise op on `x`: x's strides when x is dense (so channels_last and
 // other permutations survive and the op is one flat pass), else contiguous.

@@ -98,14 +98,15 @@ c10::SymInt sample_count(const at::Tensor& image) {
 void check_image(const at::Tensor& image) {
   TORCH_CHECK(image.dim() >= 3 && image.dim() <= 5, kOp,
               ": expected 'image' of shape [C, H, W], [N, C, H, W] or [N, T, C, H, W], but got ",
-              image.dim(), "-d shape ", shape_str(image.sym_sizes()));
+              std::to_string(image.dim()), "-d shape ", shape_str(image.sym_sizes()));
   TORCH_CHECK(is_image_dtype(image.scalar_type()), kOp,
               ": expected 'image' of dtype float32, float64, float16, bfloat16 or uint8, but got ",
               image.scalar_type());
   const auto channels = image.sym_size(image.dim() - 3);
   TORCH_CHECK(channels >= 1 && channels <= kColorMaxChannels, kOp,
-              ": expected 'image' to have 1 to ", kColorMaxChannels, " channels (dimension ",
-              image.dim() - 3, "), but got ", size_str(channels));
+              ": expected 'image' to have 1 to ", std::to_string(kColorMaxChannels),
+              " channels (dimension ", std::to_string(image.dim() - 3), "), but got ",
+              size_str(channels));
 }
 
 // color: [C] or [N, C]; the scalar parameters: [] or [N]. Per-sample parameters live on the
@@ -162,11 +163,11 @@ void check_normalization(const at::Tensor& image, at::ScalarType out_dtype,
   for (const auto& [name, values] : {std::pair{"mean", mean}, std::pair{"std", stddev}}) {
     if (!values.has_value()) continue;
     TORCH_CHECK(c == static_cast<int64_t>(values->size()), kOp, ": expected '", name, "' of length ",
-                size_str(c), " (one value per channel), but got ", values->size());
+                size_str(c), " (one value per channel), but got ", std::to_string(values->size()));
   }
   if (stddev.has_value()) {
     for (double s : *stddev) {
-      TORCH_CHECK(s != 0.0, kOp, ": 'std' must not contain 0, but got ", *stddev);
+      TORCH_CHECK(s != 0.0, kOp, ": 'std' must not contain 0, but got ", values_str(*stddev));
     }
   }
 }

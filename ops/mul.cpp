@@ -44,7 +44,7 @@ c10::SymDimVector broadcast_shape(const char* op, const at::Tensor& a, const at:
     const c10::SymInt da = i < sa.size() ? sa[sa.size() - 1 - i] : c10::SymInt(1);
     const c10::SymInt db = i < sb.size() ? sb[sb.size() - 1 - i] : c10::SymInt(1);
     TORCH_CHECK(da == db || da == 1 || db == 1, op, ": shapes of 'a' ", shape_str(sa), " and 'b' ",
-                shape_str(sb), " do not broadcast (dimension ", int64_t(ndim) - 1 - int64_t(i), ": ",
+                shape_str(sb), " do not broadcast (dimension ", std::to_string(int64_t(ndim) - 1 - int64_t(i)), ": ",
                 size_str(da), " vs ", size_str(db), ")");
     shape[ndim - 1 - i] = da == 1 ? db : da;
   }
