@@ -85,6 +85,29 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
     } else {
       transform_group<false>(x, y, color, s, p);
     }
+    // Interleaved groups are 48 bytes a thread: stored directly, each 16-byte store of a warp
+    // would half-fill 32 sectors. A warp whose 32 groups are consecutive in one image passes
+    // them through shared memory and stores 512 contiguous bytes at a time instead.
+    constexpr int kWords = sizeof(y.run[0]) / 16;
+    if constexpr (Interleaved && sizeof(y.run[0]) % 16 == 0) {
+      const uint32_t lane = threadIdx.x % 32;
+      const uint32_t first = i - lane;
+      // The same for every lane of the warp, which the __syncwarp()s below require.
+      const bool whole_warp = first + 31 < total_groups &&
+                              groups_per_image.div(first) == groups_per_image.div(first + 31);
+      if (whole_warp) {
+        __shared__ uint4 stage[kThreads / 32][32 * kWords];
+        uint4* mine = stage[threadIdx.x / 32];
+#pragma unroll
+        for (int w = 0; w < kWords; ++w) mine[lane * kWords + w] = y.run[0].w[w];
+        __syncwarp();
+        uint4* dst = reinterpret_cast<uint4*>(out + offset + (g - lane) * V * C);
+#pragma unroll
+        for (int w = 0; w < kWords; ++w) store_word(dst + w * 32 + lane, mine[w * 32 + lane]);
+        __syncwarp();
+        continue;
+      }
+    }
     y.store(out + offset, pixels, g);
   }
 }
