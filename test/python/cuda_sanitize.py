@@ -79,6 +79,48 @@ EDGES = {
 }
 
 
+def check_color_transform(device):
+    """color_transform's kernels against its CPU kernel: the vectorised path (3 channels, aligned
+    planes) planar and interleaved with its shared-memory staged stores, the per-pixel path (odd
+    sizes, other channel counts), uint8 in and out, masks, mean/std, CPU parameters, and the
+    backward with its block sums and final reduction."""
+    def params(n, c, seed):
+        g = torch.Generator().manual_seed(seed)
+        u = lambda shape, lo, hi: torch.rand(shape, generator=g) * (hi - lo) + lo   # noqa: E731
+        return [u((n, c), 0.7, 1.3), u((n,), -0.1, 0.1), u((n,), 0.8, 1.2), u((n,), 0.8, 1.25)]
+
+    cases = [((4, 3, 16, 24), False), ((4, 3, 16, 24), True), ((3, 3, 5, 7), True),
+             ((2, 4, 8, 8), False), ((2, 2, 3, 3, 8), False), ((3, 16, 16), False)]
+    for i, (shape, interleaved) in enumerate(cases):
+        n, c = (1, shape[0]) if len(shape) == 3 else (shape[0], shape[-3])
+        x = torch.rand(shape, generator=torch.Generator().manual_seed(40 + i))
+        if interleaved:
+            x = x.contiguous(memory_format=torch.channels_last)
+        p = params(n, c, 50 + i)
+        if len(shape) == 3:
+            p = [p[0][0], p[1][0], p[2][0], p[3][0]]   # shared: [C] and 0-d, read by value
+        apply = (torch.arange(n) % 3 != 1) if len(shape) > 3 else None
+        on = lambda t: None if t is None else t.to(device)   # noqa: E731
+        # Shared parameters stay on the CPU beside a CUDA image: passed by value.
+        p_dev = p if len(shape) == 3 else [on(t) for t in p]
+        tag = f"color {list(shape)}{' interleaved' if interleaved else ''}"
+        for in_dtype, out_dtype, kwargs in [(torch.float32, None, {}), (torch.float16, None, {}),
+                                            (torch.uint8, None, {}),
+                                            (torch.uint8, torch.float32,
+                                             {"mean": [0.5] * c, "std": [0.25] * c})]:
+            xi = (x * 255).round().to(torch.uint8) if in_dtype == torch.uint8 else x.to(in_dtype)
+            want = ops.color_transform(xi, *p, apply=apply, dtype=out_dtype, **kwargs)
+            got = ops.color_transform(on(xi), *p_dev, apply=on(apply),
+                                      dtype=out_dtype, **kwargs)
+            expect(f"{tag} {in_dtype}->{out_dtype or in_dtype}", got.float(), want.float(),
+                   exact=False)
+        grad = torch.randn(shape, generator=torch.Generator().manual_seed(60 + i))
+        want = ops.color_transform_backward(grad, x, *p, apply, None)
+        got = ops.color_transform_backward(on(grad), on(x), *p_dev, on(apply), None)
+        for name, a, b in zip(["image", "color", "brightness", "contrast", "gamma"], got, want):
+            expect(f"{tag} grad {name}", a, b, exact=False)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda")
@@ -125,6 +167,7 @@ def main():
         expect(f"autograd {d}", x.grad,
                torch.where(x.detach().cpu() > 0, mul_ref(w.cpu(), b.cpu()), torch.zeros((), dtype=dtype)))
 
+    check_color_transform(device)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     print(f"cuda_sanitize ({device}): {len(failures)} mismatches")
