@@ -3,6 +3,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
 
@@ -226,6 +227,11 @@ ColorGeometry color_geometry(const at::Tensor& image) {
 
 at::Tensor color_dense_image(const at::Tensor& image) {
   return is_planar(image) || is_interleaved(image) ? image : image.contiguous();
+}
+
+at::Tensor color_grad_in_layout(const at::Tensor& grad, const at::Tensor& like) {
+  if (grad.strides() == like.strides()) return grad;
+  return at::empty_like(like, like.options().dtype(grad.scalar_type())).copy_(grad);
 }
 
 at::Tensor color_param(const at::Tensor& param, at::ScalarType compute_dtype) {

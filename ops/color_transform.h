@@ -45,6 +45,10 @@ ColorGeometry color_geometry(const at::Tensor& image);
 // The image itself when it is planar or interleaved, else a contiguous copy.
 at::Tensor color_dense_image(const at::Tensor& image);
 
+// grad in the layout of the image gradient `like` (which the kernels walk in step with the
+// image), copied only when its strides differ.
+at::Tensor color_grad_in_layout(const at::Tensor& grad, const at::Tensor& like);
+
 // Parameters flattened for the kernels, in the compute dtype, on their own device: color as
 // [C] or [N, C], the others as [] or [N].
 at::Tensor color_param(const at::Tensor& param, at::ScalarType compute_dtype);

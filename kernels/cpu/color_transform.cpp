@@ -1,5 +1,4 @@
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty_like.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
@@ -30,24 +29,37 @@ struct Walk {
   int64_t tasks() const { return g.samples * g.frames * tasks_per_image; }
 };
 
+// One task: its image's first element, its run of pixels and its sample's parameters.
+template <typename P>
+struct Task {
+  int64_t offset, first, last;
+  bool apply;
+  const P* color;
+  SampleParams<P> s;
+
+  Task(const Walk& w, const Params<P>& p, int64_t task) {
+    const int64_t image = task / w.tasks_per_image;
+    const int64_t n = image / w.g.frames;
+    offset = image * w.g.channels * w.g.pixels;
+    first = (task % w.tasks_per_image) * kPixelsPerTask;
+    last = std::min(first + kPixelsPerTask, w.g.pixels);
+    apply = p.applies(n);
+    color = p.color_of(n);
+    s = p.sample(n);
+  }
+};
+
 template <int C, typename in_t, typename out_t, typename P>
 void forward_kernel(const in_t* in, out_t* out, const Walk& w, const Params<P>& p) {
   const int nc = static_cast<int>(w.g.channels);
   at::parallel_for(0, w.tasks(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t image = task / w.tasks_per_image;
-      const int64_t n = image / w.g.frames;
-      const int64_t first = (task % w.tasks_per_image) * kPixelsPerTask;
-      const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
-      const bool apply = p.applies(n);
-      const P* color = p.color_of(n);
-      const SampleParams<P> s = p.sample(n);
-      const int64_t offset = image * w.g.channels * w.g.pixels;
-      for (int64_t px = first; px < last; ++px) {
-        const int64_t at = offset + px * w.pixel_step;
+      const Task<P> t(w, p, task);
+      for (int64_t px = t.first; px < t.last; ++px) {
+        const int64_t at = t.offset + px * w.pixel_step;
         P x[kArray<C>];
         for (int c = 0; c < nc; ++c) x[c] = load<P>(in[at + c * w.channel_step]);
-        if (apply) forward_pixel<C>(x, nc, color, s);
+        if (t.apply) forward_pixel<C>(x, nc, t.color, t.s);
         for (int c = 0; c < nc; ++c) {
           const P v = p.normalize ? (x[c] - p.mean[c]) * p.inv_std[c] : x[c];
           out[at + c * w.channel_step] = store<out_t>(v);
@@ -63,24 +75,17 @@ void backward_kernel(const in_t* in, const g_t* grad, in_t* grad_in, P* partial_
   const int nc = static_cast<int>(w.g.channels);
   at::parallel_for(0, w.tasks(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t image = task / w.tasks_per_image;
-      const int64_t n = image / w.g.frames;
-      const int64_t first = (task % w.tasks_per_image) * kPixelsPerTask;
-      const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
-      const bool apply = p.applies(n);
-      const P* color = p.color_of(n);
-      const SampleParams<P> s = p.sample(n);
-      const int64_t offset = image * w.g.channels * w.g.pixels;
+      const Task<P> t(w, p, task);
       P grad_color[kArray<C>] = {};
       ScalarGrads<P> acc;
-      for (int64_t px = first; px < last; ++px) {
-        const int64_t at = offset + px * w.pixel_step;
+      for (int64_t px = t.first; px < t.last; ++px) {
+        const int64_t at = t.offset + px * w.pixel_step;
         P x[kArray<C>], g[kArray<C>];
         for (int c = 0; c < nc; ++c) {
           x[c] = load<P>(in[at + c * w.channel_step]);
           g[c] = load<P>(grad[at + c * w.channel_step]) * p.inv_std[c];
         }
-        if (apply) backward_pixel<C>(x, g, nc, color, s, grad_color, acc);
+        if (t.apply) backward_pixel<C>(x, g, nc, t.color, t.s, grad_color, acc);
         for (int c = 0; c < nc; ++c) grad_in[at + c * w.channel_step] = store<in_t>(g[c]);
       }
       P* sums = partial_sums + task * (nc + 3);
@@ -128,9 +133,7 @@ ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& im
                                                    apply, stddev);
   at::Tensor& grad_image = std::get<0>(grads);
   const at::Tensor in = color_dense_image(image);
-  const at::Tensor grad_in = grad.strides() == grad_image.strides()
-                                 ? grad
-                                 : at::empty_like(grad_image, grad_image.options().dtype(grad.scalar_type())).copy_(grad);
+  const at::Tensor grad_in = color_grad_in_layout(grad, grad_image);
   const Walk walk(color_geometry(in));
   const at::Tensor partial_sums =
       at::zeros({walk.g.samples * walk.g.frames, walk.tasks_per_image, walk.g.channels + 3},

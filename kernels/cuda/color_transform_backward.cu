@@ -2,7 +2,6 @@
 // gradient, and sums the parameter gradients per block in a fixed order (warp shuffles, then one
 // thread over the warps), so the result is bitwise reproducible: no atomics.
 #include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -211,11 +210,7 @@ ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& im
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   at::Tensor& grad_image = std::get<0>(grads);
   const at::Tensor in = color_dense_image(image);
-  // The kernels read grad in the image's layout.
-  const at::Tensor grad_in =
-      grad.strides() == grad_image.strides()
-          ? grad
-          : at::empty_like(grad_image, grad_image.options().dtype(grad.scalar_type())).copy_(grad);
+  const at::Tensor grad_in = color_grad_in_layout(grad, grad_image);
   const ColorGeometry g = color_geometry(in);
   const int64_t images = g.samples * g.frames;
   const auto compute_dtype = color_compute_dtype(in);
