@@ -101,7 +101,8 @@ __device__ __forceinline__ float raw_u8(const Group<uint8_t, V, Interleaved>& g,
   return __uint_as_float(bits) - 8388608.0f;
 }
 
-// Stores v in [0, 1] as a uint8 (v * 255 rounded to nearest even): adding 1.5 * 2^23 leaves the
+// Stores values v in [0, 1] (the caller clamps: every path but one ends in a saturating
+// instruction already) as uint8 (v * 255 rounded to nearest even): adding 1.5 * 2^23 leaves the
 // rounded value in the low byte, packed four at a time by byte permutes.
 template <int V, bool Interleaved, typename Value>
 __device__ __forceinline__ void pack_u8(Group<uint8_t, V, Interleaved>& g, Value value) {
@@ -111,7 +112,7 @@ __device__ __forceinline__ void pack_u8(Group<uint8_t, V, Interleaved>& g, Value
   for (int j = 0; j < V; ++j)
 #pragma unroll
     for (int c = 0; c < kChannels; ++c) {
-      bits[c][j] = __float_as_uint(fmaf(__saturatef(value(c, j)), 255.0f, 12582912.0f));
+      bits[c][j] = __float_as_uint(fmaf(value(c, j), 255.0f, 12582912.0f));
     }
   // Byte i of run r holds channel c, pixel j with r == run_of(c) and i == index_of(c, j).
 #pragma unroll

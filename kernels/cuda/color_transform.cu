@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernels/cuda/color_common.cuh"
+#include "kernels/cuda/color_log_table.cuh"
 #include "ops/color_transform.h"
 
 namespace gpuaug::cuda::color {
@@ -15,9 +16,24 @@ namespace {
 
 using namespace gpuaug::color;
 
-template <typename P>
+// mean/std, which only a floating output can have.
+template <typename out_t, typename P>
 __device__ __forceinline__ P normalized(const Params<P>& p, P v, int c) {
+  if constexpr (std::is_same_v<out_t, uint8_t>) return v;
   return p.normalize ? (v - p.mean[c]) * p.inv_std[c] : v;
+}
+
+template <typename out_t, int V, bool Interleaved, typename P>
+__device__ __forceinline__ void store_values(Group<out_t, V, Interleaved>& out,
+                                             const P (&y)[kChannels][V]) {
+  if constexpr (std::is_same_v<out_t, uint8_t>) {
+    pack_u8(out, [&](int c, int j) { return y[c][j]; });
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+#pragma unroll
+      for (int c = 0; c < kChannels; ++c) out.at(c, j) = store<out_t>(y[c][j]);
+  }
 }
 
 // One group of pixels from `in` to `out`. uint8 input is read unscaled (forward_pixel folds the
@@ -44,18 +60,46 @@ __device__ __forceinline__ void transform_group(const Group<in_t, V, Interleaved
     } else if constexpr (kRawInput) {
 #pragma unroll
       for (int c = 0; c < kChannels; ++c) x[c] *= P(1.0 / 255.0);
+    } else if constexpr (std::is_same_v<out_t, uint8_t>) {
+#pragma unroll
+      for (int c = 0; c < kChannels; ++c) x[c] = clamp01(x[c]);  // as pack_u8 requires
     }
 #pragma unroll
-    for (int c = 0; c < kChannels; ++c) y[c][j] = normalized(p, x[c], c);
+    for (int c = 0; c < kChannels; ++c) y[c][j] = normalized<out_t>(p, x[c], c);
   }
-  if constexpr (std::is_same_v<out_t, uint8_t>) {
-    pack_u8(out, [&](int c, int j) { return y[c][j]; });
-  } else {
+  store_values(out, y);
+}
+
+// A group of uint8 pixels of a sample whose parameters allow the log-domain path.
+template <typename out_t, int V, bool Interleaved>
+__device__ __forceinline__ void transform_group_log(const Group<uint8_t, V, Interleaved>& in,
+                                                    Group<out_t, V, Interleaved>& out,
+                                                    const U8LogTable& table, const LogSample& s,
+                                                    const Params<float>& p) {
+  using G = Group<uint8_t, V, Interleaved>;
+  float y[kChannels][V];
 #pragma unroll
-    for (int j = 0; j < V; ++j)
+  for (int j = 0; j < V; ++j) {
+    float2 entry[kChannels];  // (u, log2(u / 255))
 #pragma unroll
-      for (int c = 0; c < kChannels; ++c) out.at(c, j) = store<out_t>(y[c][j]);
+    for (int c = 0; c < kChannels; ++c) {
+      const int i = G::index_of(c, j);
+      entry[c] = table.lookup(in.run[G::run_of(c)].u32[i / 4], i % 4);
+    }
+    const float s_in = entry[0].x + entry[1].x + entry[2].x;
+    float s_out = float(255 * kSumEpsilon);
+#pragma unroll
+    for (int c = 0; c < kChannels; ++c) s_out = fmaf(entry[c].x, s.color[c], s_out);
+    const float log_scale = log2f(s_in) - log2f(s_out);
+#pragma unroll
+    for (int c = 0; c < kChannels; ++c) {
+      const float exponent =
+          fmaf(s.gamma, entry[c].y, fmaf(s.gamma, log_scale, s.gamma_log_color[c]));
+      const float w = exp2f(fminf(exponent, 0.0f));
+      y[c][j] = normalized<out_t>(p, fma01(w, s.contrast, s.offset), c);
+    }
   }
+  store_values(out, y);
 }
 
 // Groups are numbered across all images (no idle threads at the end of each image); the grid
@@ -67,6 +111,8 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
                    int64_t pixels, const __grid_constant__ Params<P> p) {
   constexpr int C = kChannels;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
+  extern __shared__ __align__(16) char dynamic_shared[];
+  const LogTableOf<in_t> table(dynamic_shared);
   for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < total_groups;
        i += gridDim.x * kThreads) {
     const uint32_t image = groups_per_image.div(i);
@@ -81,7 +127,16 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
     Group<out_t, V, Interleaved> y;
     // The branch stays outside the pixel loop so that the group's pixels interleave.
     if (p.applies(n)) {
-      transform_group<true>(x, y, color, s, p);
+      if constexpr (std::is_same_v<in_t, uint8_t>) {
+        const LogSample log_sample(color, s);
+        if (log_sample.usable) {
+          transform_group_log(x, y, table, log_sample, p);
+        } else {
+          transform_group<true>(x, y, color, s, p);
+        }
+      } else {
+        transform_group<true>(x, y, color, s, p);
+      }
     } else {
       transform_group<false>(x, y, color, s, p);
     }
@@ -112,15 +167,41 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
   }
 }
 
-// Blocks of `kernel` that the whole GPU holds at once.
-template <typename Kernel>
-int64_t resident_blocks(Kernel kernel) {
+// Blocks of Kernel, with `shared` bytes of dynamic shared memory each, that the whole GPU holds
+// at once.
+template <auto Kernel>
+int64_t resident_blocks(int shared) {
   static const int per_sm = [&] {
     int blocks = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, kThreads, shared));
     return std::max(blocks, 1);
   }();
   return int64_t(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+}
+
+// Launches forward_vectorized<..., Interleaved> over total_groups groups.
+template <typename in_t, typename out_t, typename P, bool Interleaved>
+void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const ColorGeometry& g,
+                       const Params<P>& params, cudaStream_t stream) {
+  constexpr auto kernel = forward_vectorized<in_t, out_t, P, Interleaved>;
+  constexpr int V = kPixelsPerGroup<in_t, out_t>;
+  constexpr int shared = kLogTableBytes<in_t>;
+  if constexpr (shared > 0) {
+    // Above 48 KiB needs opting in (per device, hence every time).
+    C10_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  }
+  // Memory-bound dtypes run one group per thread; uint8, compute-bound, runs a grid the GPU holds
+  // at once, whose threads take several groups each (measured: 34% -> 56% of the copy bandwidth
+  // for uint8 -> uint8, while float32 lost 5 points that way).
+  constexpr bool kComputeBound = sizeof(in_t) == 1 || sizeof(out_t) == 1;
+  const int64_t one_per_thread = ceil_div(total_groups, kThreads);
+  const int64_t blocks =
+      kComputeBound ? std::min(one_per_thread, resident_blocks<kernel>(shared)) : one_per_thread;
+  kernel<<<blocks, kThreads, shared, stream>>>(
+      src, dst, static_cast<uint32_t>(total_groups),
+      FastDivider(static_cast<uint32_t>(g.pixels / V)),
+      FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params);
 }
 
 // Any channel count and alignment: one pixel per thread, channels in local arrays.
@@ -144,7 +225,7 @@ forward_per_pixel(const in_t* __restrict__ in, out_t* __restrict__ out, int64_t 
       for (int c = 0; c < channels; ++c) x[c] = load<P>(in[at + c * channel_step]);
       if (apply) forward_pixel<0>(x, channels, color, s);
       for (int c = 0; c < channels; ++c) {
-        out[at + c * channel_step] = store<out_t>(normalized(p, x[c], c));
+        out[at + c * channel_step] = store<out_t>(normalized<out_t>(p, x[c], c));
       }
     }
   }
@@ -178,19 +259,9 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
                             total_groups <= std::numeric_limits<int32_t>::max();
     if constexpr (kVectorizable<in_t, out_t>) {
       if (vectorized) {
-        auto kernel = g.interleaved ? forward_vectorized<in_t, out_t, P, true>
-                                    : forward_vectorized<in_t, out_t, P, false>;
-        // Memory-bound dtypes run one group per thread; uint8, compute-bound, runs a grid the
-        // GPU holds at once, whose threads take several groups each (measured: 34% -> 56% of the
-        // copy bandwidth for uint8 -> uint8, while float32 lost 5 points that way).
-        constexpr bool kComputeBound = sizeof(in_t) == 1 || sizeof(out_t) == 1;
-        const int64_t one_per_thread = ceil_div(total_groups, kThreads);
-        const int64_t blocks =
-            kComputeBound ? std::min(one_per_thread, resident_blocks(kernel)) : one_per_thread;
-        kernel<<<blocks, kThreads, 0, stream>>>(
-            src, dst, static_cast<uint32_t>(total_groups),
-            FastDivider(static_cast<uint32_t>(g.pixels / V)),
-            FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params.params);
+        (g.interleaved ? launch_vectorized<in_t, out_t, P, true>
+                       : launch_vectorized<in_t, out_t, P, false>)(src, dst, total_groups, g,
+                                                                   params.params, stream);
       }
     }
     if (!vectorized) {

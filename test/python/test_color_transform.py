@@ -243,6 +243,24 @@ def test_unaligned_data(dtype, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("out_dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_uint8_with_parameters_of_any_sign(channels_last, out_dtype, device):
+    # The GPU computes uint8 samples whose colours and gamma are all positive and finite in the
+    # log domain; the others (a zero or negative colour, gamma 0 or negative) by the formula
+    # itself. pow(0, gamma < 0) is inf, so the output saturates there: plain torch.pow.
+    x = make_image((6, 3, 4, 16), torch.uint8, device, seed=18, channels_last=channels_last)
+    p = make_params(6, 3, device, seed=19)
+    p["color"][1, 0] = 0.0
+    p["color"][2] = torch.tensor([1.4, 1.3, -0.05])
+    p["gamma"][3] = 0.0
+    p["gamma"][4] = -0.5
+    p["gamma"][5] = 40.0
+    out = op(x, **p, dtype=out_dtype)
+    assert_matches(out, reference(x, **p, pow=torch.pow), out_dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_more_images_than_a_grid_row(device):
     # 66000 images: more than CUDA's 65535 blocks along y, so the kernels loop over images.
     x = make_image((33000, 2, 3, 2, 2), torch.float32, device, seed=18).requires_grad_()
