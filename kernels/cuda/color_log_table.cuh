@@ -51,9 +51,14 @@ class U8LogTable {
   uint32_t lane_bits_;
 };
 
-// What a kernel for in_t images holds: the table for uint8, nothing otherwise.
+// What a kernel for other than uint8 images holds instead of the table and LogSample.
 struct NoLogTable {
   __device__ explicit NoLogTable(char*) {}
+};
+struct NoLogSample {
+  NoLogSample() = default;
+  template <typename Color, typename Sample>
+  __device__ NoLogSample(const Color&, const Sample&) {}
 };
 template <typename in_t>
 using LogTableOf = std::conditional_t<std::is_same_v<in_t, uint8_t>, U8LogTable, NoLogTable>;
@@ -62,6 +67,7 @@ constexpr int kLogTableBytes = std::is_same_v<in_t, uint8_t> ? U8LogTable::kByte
 
 // One sample's parameters for the log-domain path.
 struct LogSample {
+  LogSample() = default;
   bool usable;  // every colour and gamma positive and finite
   float color[kChannels];
   float gamma;

@@ -102,43 +102,65 @@ __device__ __forceinline__ void transform_group_log(const Group<uint8_t, V, Inte
   store_values(out, y);
 }
 
-// Groups are numbered across all images (no idle threads at the end of each image); the grid
-// walks them with a stride.
+// One sample's parameters as the vectorised kernel uses them.
+template <typename in_t, typename P>
+struct SampleState {
+  using Log = std::conditional_t<std::is_same_v<in_t, uint8_t>, LogSample, NoLogSample>;
+  bool applies;
+  P color[kChannels];
+  SampleParams<P> s;
+  Log log;
+
+  SampleState() = default;
+  __device__ SampleState(const Params<P>& p, uint32_t n) : applies(p.applies(n)), s(p.sample(n)) {
+    const P* row = p.color_of(n);
+#pragma unroll
+    for (int c = 0; c < kChannels; ++c) color[c] = row[c];
+    log = Log(color, s);
+  }
+};
+
+// Groups are numbered across all images (no idle threads at the end of each image); block b
+// takes groups [b, b + 1) * groups_per_block, its threads kThreads groups apart, so that a
+// thread's next group is mostly in the same sample and its parameters are reused.
 template <typename in_t, typename out_t, typename P, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
 forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_t total_groups,
-                   const FastDivider groups_per_image, const FastDivider frames,
-                   int64_t pixels, const __grid_constant__ Params<P> p) {
+                   uint32_t groups_per_block, const FastDivider groups_per_image,
+                   const FastDivider frames, int64_t pixels, const __grid_constant__ Params<P> p) {
   constexpr int C = kChannels;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
   extern __shared__ __align__(16) char dynamic_shared[];
   const LogTableOf<in_t> table(dynamic_shared);
-  for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < total_groups;
-       i += gridDim.x * kThreads) {
+  const uint32_t begin = blockIdx.x * groups_per_block;
+  const uint32_t end = min(begin + groups_per_block, total_groups);
+  SampleState<in_t, P> state;
+  uint32_t state_of = UINT32_MAX;  // the sample `state` holds
+  for (uint32_t i = begin + threadIdx.x; i < end; i += kThreads) {
     const uint32_t image = groups_per_image.div(i);
     const uint32_t g = i - image * groups_per_image.divisor;
     const uint32_t n = frames.div(image);
-    const P* color_row = p.color_of(n);
-    const P color[C] = {color_row[0], color_row[1], color_row[2]};
-    const SampleParams<P> s = p.sample(n);
+    if (n != state_of) {
+      state = SampleState<in_t, P>(p, n);
+      state_of = n;
+    }
     const int64_t offset = int64_t(image) * C * pixels;
     Group<in_t, V, Interleaved> x;
     x.load(in + offset, pixels, g);
     Group<out_t, V, Interleaved> y;
     // The branch stays outside the pixel loop so that the group's pixels interleave.
-    if (p.applies(n)) {
+    if (state.applies) {
       if constexpr (std::is_same_v<in_t, uint8_t>) {
-        const LogSample log_sample(color, s);
-        if (log_sample.usable) {
-          transform_group_log(x, y, table, log_sample, p);
+        if (state.log.usable) {
+          transform_group_log(x, y, table, state.log, p);
         } else {
-          transform_group<true>(x, y, color, s, p);
+          transform_group<true>(x, y, state.color, state.s, p);
         }
       } else {
-        transform_group<true>(x, y, color, s, p);
+        transform_group<true>(x, y, state.color, state.s, p);
       }
     } else {
-      transform_group<false>(x, y, color, s, p);
+      transform_group<false>(x, y, state.color, state.s, p);
     }
     // Interleaved groups are 48 bytes a thread: stored directly, each 16-byte store of a warp
     // would half-fill 32 sectors. A warp whose 32 groups are consecutive in one image passes
@@ -148,8 +170,8 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
       const uint32_t lane = threadIdx.x % 32;
       const uint32_t first = i - lane;
       // The same for every lane of the warp, which the __syncwarp()s below require.
-      const bool whole_warp = first + 31 < total_groups &&
-                              groups_per_image.div(first) == groups_per_image.div(first + 31);
+      const bool whole_warp =
+          first + 31 < end && groups_per_image.div(first) == groups_per_image.div(first + 31);
       if (whole_warp) {
         __shared__ uint4 stage[kThreads / 32][32 * kWords];
         uint4* mine = stage[threadIdx.x / 32];
@@ -196,10 +218,12 @@ void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const 
   // for uint8 -> uint8, while float32 lost 5 points that way).
   constexpr bool kComputeBound = sizeof(in_t) == 1 || sizeof(out_t) == 1;
   const int64_t one_per_thread = ceil_div(total_groups, kThreads);
-  const int64_t blocks =
+  const int64_t grid =
       kComputeBound ? std::min(one_per_thread, resident_blocks<kernel>(shared)) : one_per_thread;
+  const int64_t groups_per_block = ceil_div(one_per_thread, grid) * kThreads;
+  const int64_t blocks = ceil_div(total_groups, groups_per_block);
   kernel<<<blocks, kThreads, shared, stream>>>(
-      src, dst, static_cast<uint32_t>(total_groups),
+      src, dst, static_cast<uint32_t>(total_groups), static_cast<uint32_t>(groups_per_block),
       FastDivider(static_cast<uint32_t>(g.pixels / V)),
       FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params);
 }

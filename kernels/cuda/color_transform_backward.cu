@@ -147,41 +147,67 @@ template <typename P>
 struct ParamGradOutputs {
   P* out[4];                // color, brightness, contrast, gamma
   bool per_sample[4];       // [N, C] / [N] rather than [C] / []
+
+  // Where gradient value v (each colour channel, then brightness, contrast, gamma) of sample n
+  // goes, for a per-sample parameter.
+  __device__ P* per_sample_slot(int v, int channels, int64_t n) const {
+    const int param = v < channels ? 0 : v - channels + 1;
+    return per_sample[param] ? out[param] + (param == 0 ? n * channels + v : n) : nullptr;
+  }
 };
 
-// One block per gradient value (each colour channel, then brightness, contrast, gamma): sums
-// every sample's partials in a fixed order, writes per-sample gradients, or their total for a
-// shared parameter.
+// Block n sums sample n's partials (`rows` rows of `values`): warp w takes values w,
+// w + kWarps, ..., its lanes every 32nd row, and a shuffle tree adds the lanes, in the same
+// order every run. Writes per-sample gradients, and every sum to sample_sums when not null.
 template <typename P>
 __global__ void __launch_bounds__(kThreads)
-finish_param_grads(const P* __restrict__ partial_sums, int64_t samples, int64_t frames,
-                   int64_t blocks, int channels, ParamGradOutputs<P> grads) {
-  __shared__ P shared[kWarps];
-  const int value = blockIdx.x;
-  const int param = value < channels ? 0 : value - channels + 1;
-  const int64_t width = param == 0 ? channels : 1;  // elements per sample in the output
-  const int64_t column = param == 0 ? value : 0;
-  P total[1] = {0};
-  for (int64_t n = threadIdx.x; n < samples; n += kThreads) {
+sum_sample_partials(const P* __restrict__ partial_sums, int64_t rows, int channels,
+                    ParamGradOutputs<P> grads, P* __restrict__ sample_sums) {
+  const int values = channels + 3;
+  const int64_t n = blockIdx.x;
+  const int lane = threadIdx.x % 32;
+  const P* sample = partial_sums + n * rows * values;
+  for (int v = threadIdx.x / 32; v < values; v += kWarps) {
     P sum = 0;
-    for (int64_t i = n * frames * blocks; i < (n + 1) * frames * blocks; ++i) {
-      sum += partial_sums[i * (channels + 3) + value];
+    for (int64_t row = lane; row < rows; row += 32) sum += sample[row * values + v];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (lane == 0) {
+      if (P* slot = grads.per_sample_slot(v, channels, n)) *slot = sum;
+      if (sample_sums) sample_sums[n * values + v] = sum;
     }
-    if (grads.per_sample[param]) grads.out[param][n * width + column] = sum;
-    total[0] += sum;
   }
-  P result[1];
-  block_sum_to(total, 1, result, shared);
-  if (threadIdx.x == 0 && !grads.per_sample[param]) grads.out[param][column] = result[0];
 }
 
+// Block v adds value v of every sample's sum in a fixed order, for a parameter shared by the
+// samples.
 template <typename P>
-void finish_param_grads_launch(const at::Tensor& partial_sums, const ColorGeometry& g,
-                               ColorGrads& grads, cudaStream_t stream) {
+__global__ void __launch_bounds__(kThreads)
+total_over_samples(const P* __restrict__ sample_sums, int64_t samples, int channels,
+                   ParamGradOutputs<P> grads) {
+  __shared__ P shared[kWarps];
+  const int values = channels + 3;
+  const int v = blockIdx.x;
+  const int param = v < channels ? 0 : v - channels + 1;
+  if (grads.per_sample[param]) return;
+  P total[1] = {0};
+  for (int64_t n = threadIdx.x; n < samples; n += kThreads) total[0] += sample_sums[n * values + v];
+  P result[1];
+  block_sum_to(total, 1, result, shared);
+  if (threadIdx.x == 0) grads.out[param][param == 0 ? v : 0] = result[0];
+}
+
+// The parameters' gradients from the backward kernel's partial sums: per sample in one kernel,
+// over the samples in a second one only where a parameter is shared. (One kernel whose threads
+// each walked a sample's partials was latency-bound: 25 us of a 100 us backward.)
+template <typename P>
+void finish_param_grads(const at::Tensor& partial_sums, const ColorGeometry& g,
+                        ColorGrads& grads, cudaStream_t stream) {
   at::Tensor* targets[4] = {&std::get<1>(grads), &std::get<2>(grads), &std::get<3>(grads),
                             &std::get<4>(grads)};
   ParamGradOutputs<P> outputs;
   at::Tensor staged[4];  // parameters of another dtype get the gradient through a P copy
+  bool any_shared = false;
   for (int i = 0; i < 4; ++i) {
     at::Tensor& target = *targets[i];
     staged[i] = target.scalar_type() == partial_sums.scalar_type()
@@ -189,11 +215,23 @@ void finish_param_grads_launch(const at::Tensor& partial_sums, const ColorGeomet
                     : at::empty(target.sizes(), partial_sums.options());
     outputs.out[i] = staged[i].mutable_data_ptr<P>();
     outputs.per_sample[i] = target.dim() == (i == 0 ? 2 : 1);
+    any_shared = any_shared || !outputs.per_sample[i];
   }
-  finish_param_grads<P><<<g.channels + 3, kThreads, 0, stream>>>(
-      partial_sums.const_data_ptr<P>(), g.samples, g.frames, partial_sums.size(1),
-      static_cast<int>(g.channels), outputs);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int channels = static_cast<int>(g.channels);
+  at::Tensor sample_sums;
+  if (any_shared) sample_sums = at::empty({g.samples, channels + 3}, partial_sums.options());
+  P* sums = any_shared ? sample_sums.mutable_data_ptr<P>() : nullptr;
+  if (g.samples > 0) {
+    sum_sample_partials<P><<<g.samples, kThreads, 0, stream>>>(
+        partial_sums.const_data_ptr<P>(), g.frames * partial_sums.size(1), channels, outputs,
+        sums);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  if (any_shared) {
+    total_over_samples<P><<<channels + 3, kThreads, 0, stream>>>(sums, g.samples, channels,
+                                                                 outputs);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
   for (int i = 0; i < 4; ++i) {
     if (!staged[i].is_same(*targets[i])) targets[i]->copy_(staged[i]);
   }
@@ -248,9 +286,9 @@ ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& im
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   if (compute_dtype == at::kDouble) {
-    finish_param_grads_launch<double>(partial_sums, g, grads, stream);
+    finish_param_grads<double>(partial_sums, g, grads, stream);
   } else {
-    finish_param_grads_launch<float>(partial_sums, g, grads, stream);
+    finish_param_grads<float>(partial_sums, g, grads, stream);
   }
   return grads;
 }

@@ -437,6 +437,19 @@ def test_backward_is_deterministic(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("per_sample", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 256, 256), (600, 3, 4, 8), (3, 5, 3, 64, 64)])
+def test_param_grads_of_many_pixels_and_samples(shape, per_sample, device):
+    # On the GPU: dozens of blocks' partial sums per image, several images per sample, and more
+    # samples than a block has threads.
+    x, p = grad_inputs(shape, per_sample, device, seed=27)
+    grad = torch.randn(x.shape, dtype=torch.float64).to(device)
+    got = torch.autograd.grad(op(x, **p), [x, *p.values()], grad)
+    for g, w in zip(got, reference_grads(grad, x, p)):
+        torch.testing.assert_close(g, w, atol=1e-9, rtol=1e-9)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_double_backward_raises(device):
     x, p = grad_inputs((2, 3, 3, 3), True, device, seed=27)
     gx, = torch.autograd.grad(op(x, **p).sum(), x, create_graph=True)
