@@ -121,22 +121,23 @@ struct SampleState {
 };
 
 // Groups are numbered across all images (no idle threads at the end of each image); block b
-// takes groups [b, b + 1) * groups_per_block, its threads kThreads groups apart, so that a
+// takes groups [b, b + 1) * groups_per_block, its threads kBlock groups apart, so that a
 // thread's next group is mostly in the same sample and its parameters are reused.
-template <typename in_t, typename out_t, typename P, bool Interleaved>
-__global__ void __launch_bounds__(kThreads)
+template <typename in_t, typename out_t, typename P, bool Interleaved,
+          int kBlock = kForwardThreads<in_t>>
+__global__ void __launch_bounds__(kBlock)
 forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_t total_groups,
                    uint32_t groups_per_block, const FastDivider groups_per_image,
                    const FastDivider frames, int64_t pixels, const __grid_constant__ Params<P> p) {
   constexpr int C = kChannels;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
   extern __shared__ __align__(16) char dynamic_shared[];
-  const LogTableOf<in_t> table(dynamic_shared);
+  const LogTableOf<in_t> table(dynamic_shared, std::integral_constant<int, kBlock>());
   const uint32_t begin = blockIdx.x * groups_per_block;
   const uint32_t end = min(begin + groups_per_block, total_groups);
   SampleState<in_t, P> state;
   uint32_t state_of = UINT32_MAX;  // the sample `state` holds
-  for (uint32_t i = begin + threadIdx.x; i < end; i += kThreads) {
+  for (uint32_t i = begin + threadIdx.x; i < end; i += kBlock) {
     const uint32_t image = groups_per_image.div(i);
     const uint32_t g = i - image * groups_per_image.divisor;
     const uint32_t n = frames.div(image);
@@ -173,7 +174,7 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
       const bool whole_warp =
           first + 31 < end && groups_per_image.div(first) == groups_per_image.div(first + 31);
       if (whole_warp) {
-        __shared__ uint4 stage[kThreads / 32][32 * kWords];
+        __shared__ uint4 stage[kBlock / 32][32 * kWords];
         uint4* mine = stage[threadIdx.x / 32];
 #pragma unroll
         for (int w = 0; w < kWords; ++w) mine[lane * kWords + w] = y.run[0].w[w];
@@ -189,13 +190,13 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
   }
 }
 
-// Blocks of Kernel, with `shared` bytes of dynamic shared memory each, that the whole GPU holds
-// at once.
+// Blocks of Kernel, of `threads` threads and `shared` bytes of dynamic shared memory each, that
+// the whole GPU holds at once.
 template <auto Kernel>
-int64_t resident_blocks(int shared) {
+int64_t resident_blocks(int threads, int shared) {
   static const int per_sm = [&] {
     int blocks = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, kThreads, shared));
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, threads, shared));
     return std::max(blocks, 1);
   }();
   return int64_t(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
@@ -207,6 +208,7 @@ void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const 
                        const Params<P>& params, cudaStream_t stream) {
   constexpr auto kernel = forward_vectorized<in_t, out_t, P, Interleaved>;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
+  constexpr int threads = kForwardThreads<in_t>;
   constexpr int shared = kLogTableBytes<in_t>;
   if constexpr (shared > 0) {
     // Above 48 KiB needs opting in (per device, hence every time).
@@ -217,12 +219,13 @@ void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const 
   // at once, whose threads take several groups each (measured: 34% -> 56% of the copy bandwidth
   // for uint8 -> uint8, while float32 lost 5 points that way).
   constexpr bool kComputeBound = sizeof(in_t) == 1 || sizeof(out_t) == 1;
-  const int64_t one_per_thread = ceil_div(total_groups, kThreads);
-  const int64_t grid =
-      kComputeBound ? std::min(one_per_thread, resident_blocks<kernel>(shared)) : one_per_thread;
-  const int64_t groups_per_block = ceil_div(one_per_thread, grid) * kThreads;
+  const int64_t one_per_thread = ceil_div(total_groups, threads);
+  const int64_t grid = kComputeBound
+                           ? std::min(one_per_thread, resident_blocks<kernel>(threads, shared))
+                           : one_per_thread;
+  const int64_t groups_per_block = ceil_div(one_per_thread, grid) * threads;
   const int64_t blocks = ceil_div(total_groups, groups_per_block);
-  kernel<<<blocks, kThreads, shared, stream>>>(
+  kernel<<<blocks, threads, shared, stream>>>(
       src, dst, static_cast<uint32_t>(total_groups), static_cast<uint32_t>(groups_per_block),
       FastDivider(static_cast<uint32_t>(g.pixels / V)),
       FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params);
