@@ -58,34 +58,6 @@ __device__ __forceinline__ void store_word(uint2* p, uint2 v) {
 }
 __device__ __forceinline__ void store_word(uint32_t* p, uint32_t v) { *p = v; }
 
-// Copies N elements into shared memory asynchronously (cp.async, in the thread's current commit
-// group), a word at a time.
-template <typename T, int N>
-__device__ __forceinline__ void load_chunk_async(Chunk<T, N>& c, const T* p) {
-  using Word = typename Chunk<T, N>::Word;
-#pragma unroll
-  for (int i = 0; i < Chunk<T, N>::kWords; ++i) {
-    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(&c.w[i]));
-    const Word* src = reinterpret_cast<const Word*>(p) + i;
-    if constexpr (sizeof(Word) == 16) {
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-    } else {
-      asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(src),
-                   "n"(sizeof(Word))
-                   : "memory");
-    }
-  }
-}
-
-__device__ __forceinline__ void commit_async() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-// Waits until at most `pending` of the thread's commit groups are still in flight.
-template <int pending>
-__device__ __forceinline__ void wait_async() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory");
-}
-
 template <typename T, int N>
 __device__ __forceinline__ void store_chunk(T* p, const Chunk<T, N>& c) {
   using Word = typename Chunk<T, N>::Word;
@@ -108,11 +80,6 @@ struct Group {
   __device__ __forceinline__ void load(const T* image, int64_t pixels, int64_t g) {
 #pragma unroll
     for (int r = 0; r < kRuns; ++r) load_chunk(run[r], image + r * pixels + g * kRun);
-  }
-  // load() into shared memory, asynchronously.
-  __device__ __forceinline__ void load_async(const T* image, int64_t pixels, int64_t g) {
-#pragma unroll
-    for (int r = 0; r < kRuns; ++r) load_chunk_async(run[r], image + r * pixels + g * kRun);
   }
   __device__ __forceinline__ void store(T* image, int64_t pixels, int64_t g) const {
 #pragma unroll

@@ -120,29 +120,6 @@ struct SampleState {
   }
 };
 
-// uint8 input runs a persistent grid whose loads nothing else hides: each thread copies its next
-// group into shared memory (cp.async, two slots a thread, after the log2 table) while it computes
-// the current one.
-template <typename in_t>
-constexpr bool kPrefetch = std::is_same_v<in_t, uint8_t>;
-
-template <typename in_t, typename out_t, bool Interleaved>
-constexpr int kForwardSharedBytes =
-    kLogTableBytes<in_t> +
-    (kPrefetch<in_t>
-         ? 2 * kForwardThreads<in_t> *
-               int(sizeof(Group<in_t, kPixelsPerGroup<in_t, out_t>, Interleaved>))
-         : 0);
-
-// Where a group lies: its image, its index there, its sample.
-struct GroupPlace {
-  uint32_t image, g, n;
-  __device__ GroupPlace(uint32_t i, const FastDivider& groups_per_image, const FastDivider& frames)
-      : image(groups_per_image.div(i)),
-        g(i - image * groups_per_image.divisor),
-        n(frames.div(image)) {}
-};
-
 // Groups are numbered across all images (no idle threads at the end of each image); block b
 // takes groups [b, b + 1) * groups_per_block, its threads kBlock groups apart, so that a
 // thread's next group is mostly in the same sample and its parameters are reused.
@@ -154,41 +131,23 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
                    const FastDivider frames, int64_t pixels, const __grid_constant__ Params<P> p) {
   constexpr int C = kChannels;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
-  using InGroup = Group<in_t, V, Interleaved>;
   extern __shared__ __align__(16) char dynamic_shared[];
-  InGroup* slots = reinterpret_cast<InGroup*>(dynamic_shared + kLogTableBytes<in_t>) + threadIdx.x;
+  const LogTableOf<in_t> table(dynamic_shared, std::integral_constant<int, kBlock>());
   const uint32_t begin = blockIdx.x * groups_per_block;
   const uint32_t end = min(begin + groups_per_block, total_groups);
-  uint32_t i = begin + threadIdx.x;
-  GroupPlace next(i, groups_per_image, frames);
-  if constexpr (kPrefetch<in_t>) {
-    if (i < end) slots[0].load_async(in + int64_t(next.image) * C * pixels, pixels, next.g);
-    commit_async();
-  }
-  const LogTableOf<in_t> table(dynamic_shared, std::integral_constant<int, kBlock>());
   SampleState<in_t, P> state;
   uint32_t state_of = UINT32_MAX;  // the sample `state` holds
-  for (uint32_t k = 0; i < end; i += kBlock, ++k) {
-    const GroupPlace here = kPrefetch<in_t> ? next : GroupPlace(i, groups_per_image, frames);
-    const uint32_t image = here.image, g = here.g, n = here.n;
+  for (uint32_t i = begin + threadIdx.x; i < end; i += kBlock) {
+    const uint32_t image = groups_per_image.div(i);
+    const uint32_t g = i - image * groups_per_image.divisor;
+    const uint32_t n = frames.div(image);
     if (n != state_of) {
       state = SampleState<in_t, P>(p, n);
       state_of = n;
     }
     const int64_t offset = int64_t(image) * C * pixels;
-    InGroup x;
-    if constexpr (kPrefetch<in_t>) {
-      if (i + kBlock < end) {
-        next = GroupPlace(i + kBlock, groups_per_image, frames);
-        slots[(k + 1) % 2 * kBlock].load_async(in + int64_t(next.image) * C * pixels, pixels,
-                                               next.g);
-      }
-      commit_async();
-      wait_async<1>();  // all but the copy just issued: this group's is in
-      x = slots[k % 2 * kBlock];
-    } else {
-      x.load(in + offset, pixels, g);
-    }
+    Group<in_t, V, Interleaved> x;
+    x.load(in + offset, pixels, g);
     Group<out_t, V, Interleaved> y;
     // The branch stays outside the pixel loop so that the group's pixels interleave.
     if (state.applies) {
@@ -250,7 +209,7 @@ void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const 
   constexpr auto kernel = forward_vectorized<in_t, out_t, P, Interleaved>;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
   constexpr int threads = kForwardThreads<in_t>;
-  constexpr int shared = kForwardSharedBytes<in_t, out_t, Interleaved>;
+  constexpr int shared = kLogTableBytes<in_t>;
   if constexpr (shared > 0) {
     // Above 48 KiB needs opting in (per device, hence every time).
     C10_CUDA_CHECK(
