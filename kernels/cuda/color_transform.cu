@@ -120,34 +120,62 @@ struct SampleState {
   }
 };
 
+// uint8 input runs a persistent grid whose loads nothing else hides: each thread loads its next
+// group into registers before it computes the current one.
+template <typename in_t>
+constexpr bool kPrefetch = std::is_same_v<in_t, uint8_t>;
+
+// Where a group lies: its image, its index there, its sample.
+struct GroupPlace {
+  uint32_t image, g, n;
+  __device__ GroupPlace(uint32_t i, const FastDivider& groups_per_image, const FastDivider& frames)
+      : image(groups_per_image.div(i)),
+        g(i - image * groups_per_image.divisor),
+        n(frames.div(image)) {}
+};
+
 // Groups are numbered across all images (no idle threads at the end of each image); block b
 // takes groups [b, b + 1) * groups_per_block, its threads kBlock groups apart, so that a
 // thread's next group is mostly in the same sample and its parameters are reused.
 template <typename in_t, typename out_t, typename P, bool Interleaved,
           int kBlock = kForwardThreads<in_t>>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, kPrefetch<in_t> ? 3 : 1)
 forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_t total_groups,
                    uint32_t groups_per_block, const FastDivider groups_per_image,
                    const FastDivider frames, int64_t pixels, const __grid_constant__ Params<P> p) {
   constexpr int C = kChannels;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
-  extern __shared__ __align__(16) char dynamic_shared[];
-  const LogTableOf<in_t> table(dynamic_shared, std::integral_constant<int, kBlock>());
+  using InGroup = Group<in_t, V, Interleaved>;
   const uint32_t begin = blockIdx.x * groups_per_block;
   const uint32_t end = min(begin + groups_per_block, total_groups);
+  uint32_t i = begin + threadIdx.x;
+  GroupPlace next(i, groups_per_image, frames);
+  InGroup prefetched;
+  if constexpr (kPrefetch<in_t>) {
+    if (i < end) prefetched.load(in + int64_t(next.image) * C * pixels, pixels, next.g);
+  }
+  extern __shared__ __align__(16) char dynamic_shared[];
+  const LogTableOf<in_t> table(dynamic_shared, std::integral_constant<int, kBlock>());
   SampleState<in_t, P> state;
   uint32_t state_of = UINT32_MAX;  // the sample `state` holds
-  for (uint32_t i = begin + threadIdx.x; i < end; i += kBlock) {
-    const uint32_t image = groups_per_image.div(i);
-    const uint32_t g = i - image * groups_per_image.divisor;
-    const uint32_t n = frames.div(image);
+  for (; i < end; i += kBlock) {
+    const GroupPlace here = kPrefetch<in_t> ? next : GroupPlace(i, groups_per_image, frames);
+    const uint32_t image = here.image, g = here.g, n = here.n;
     if (n != state_of) {
       state = SampleState<in_t, P>(p, n);
       state_of = n;
     }
     const int64_t offset = int64_t(image) * C * pixels;
-    Group<in_t, V, Interleaved> x;
-    x.load(in + offset, pixels, g);
+    InGroup x;
+    if constexpr (kPrefetch<in_t>) {
+      x = prefetched;
+      if (i + kBlock < end) {
+        next = GroupPlace(i + kBlock, groups_per_image, frames);
+        prefetched.load(in + int64_t(next.image) * C * pixels, pixels, next.g);
+      }
+    } else {
+      x.load(in + offset, pixels, g);
+    }
     Group<out_t, V, Interleaved> y;
     // The branch stays outside the pixel loop so that the group's pixels interleave.
     if (state.applies) {
