@@ -26,18 +26,16 @@ class U8LogTable {
  public:
   static constexpr int kBytes = 256 * 32 * sizeof(float2);
 
-  // Fills `storage` (kBytes of shared memory); all kBlock threads of the block must call it.
-  template <int kBlock>
-  __device__ U8LogTable(char* storage, std::integral_constant<int, kBlock>)
+  // Fills `storage` (kBytes of shared memory); every thread of the block must call it.
+  __device__ explicit U8LogTable(char* storage)
       : base_(storage), lane_bits_((threadIdx.x % 32) * sizeof(float2)) {
-    static_assert(kBlock % 256 == 0 && 32 % (kBlock / 256) == 0, "whole rows of replicas");
-    constexpr int kRowsAtOnce = kBlock / 256;  // threads per entry
-    const uint32_t u = threadIdx.x % 256, first = threadIdx.x / 256;
+    static_assert(kThreads == 256, "one table entry per thread");
+    const uint32_t u = threadIdx.x;
     const float2 entry = make_float2(float(u), log2f(float(u) * (1.0f / 255.0f)));
     float2* row = reinterpret_cast<float2*>(storage) + u * 32;
-    // Rotating the replica by u keeps a warp's 32 stores in 32 different banks.
-#pragma unroll
-    for (uint32_t r = first; r < 32; r += kRowsAtOnce) row[(r + u) % 32] = entry;
+    // Rotating the replica by the thread keeps a warp's 32 stores in 32 different banks.
+#pragma unroll 8
+    for (uint32_t r = 0; r < 32; ++r) row[(r + u) % 32] = entry;
     __syncthreads();
   }
 
@@ -55,8 +53,7 @@ class U8LogTable {
 
 // What a kernel for other than uint8 images holds instead of the table and LogSample.
 struct NoLogTable {
-  template <typename Block>
-  __device__ NoLogTable(char*, Block) {}
+  __device__ explicit NoLogTable(char*) {}
 };
 struct NoLogSample {
   NoLogSample() = default;
@@ -67,11 +64,6 @@ template <typename in_t>
 using LogTableOf = std::conditional_t<std::is_same_v<in_t, uint8_t>, U8LogTable, NoLogTable>;
 template <typename in_t>
 constexpr int kLogTableBytes = std::is_same_v<in_t, uint8_t> ? U8LogTable::kBytes : 0;
-// Threads per block of the vectorised forward kernel. (1024 for uint8, one table for 32 warps
-// instead of 8, capped the registers at 64 and ran slower: 67% of the copy bandwidth, not 74%.)
-template <typename in_t>
-constexpr int kForwardThreads = kThreads;
-
 // One sample's parameters for the log-domain path.
 struct LogSample {
   LogSample() = default;

@@ -135,11 +135,12 @@ struct GroupPlace {
 };
 
 // Groups are numbered across all images (no idle threads at the end of each image); block b
-// takes groups [b, b + 1) * groups_per_block, its threads kBlock groups apart, so that a
-// thread's next group is mostly in the same sample and its parameters are reused.
-template <typename in_t, typename out_t, typename P, bool Interleaved,
-          int kBlock = kForwardThreads<in_t>>
-__global__ void __launch_bounds__(kBlock, kPrefetch<in_t> ? 3 : 1)
+// takes groups [b, b + 1) * groups_per_block, its threads kThreads groups apart, so that a
+// thread's next group is mostly in the same sample and its parameters are reused. uint8 input
+// keeps 3 blocks (24 warps) per SM, as many as its table's shared memory allows (at 1024 threads
+// a block, one table for 32 warps, the registers were capped at 64 and it ran slower).
+template <typename in_t, typename out_t, typename P, bool Interleaved>
+__global__ void __launch_bounds__(kThreads, kPrefetch<in_t> ? 3 : 1)
 forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_t total_groups,
                    uint32_t groups_per_block, const FastDivider groups_per_image,
                    const FastDivider frames, int64_t pixels, const __grid_constant__ Params<P> p) {
@@ -155,10 +156,10 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
     if (i < end) prefetched.load(in + int64_t(next.image) * C * pixels, pixels, next.g);
   }
   extern __shared__ __align__(16) char dynamic_shared[];
-  const LogTableOf<in_t> table(dynamic_shared, std::integral_constant<int, kBlock>());
+  const LogTableOf<in_t> table(dynamic_shared);
   SampleState<in_t, P> state;
   uint32_t state_of = UINT32_MAX;  // the sample `state` holds
-  for (; i < end; i += kBlock) {
+  for (; i < end; i += kThreads) {
     const GroupPlace here = kPrefetch<in_t> ? next : GroupPlace(i, groups_per_image, frames);
     const uint32_t image = here.image, g = here.g, n = here.n;
     if (n != state_of) {
@@ -169,8 +170,8 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
     InGroup x;
     if constexpr (kPrefetch<in_t>) {
       x = prefetched;
-      if (i + kBlock < end) {
-        next = GroupPlace(i + kBlock, groups_per_image, frames);
+      if (i + kThreads < end) {
+        next = GroupPlace(i + kThreads, groups_per_image, frames);
         prefetched.load(in + int64_t(next.image) * C * pixels, pixels, next.g);
       }
     } else {
@@ -202,7 +203,7 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
       const bool whole_warp =
           first + 31 < end && groups_per_image.div(first) == groups_per_image.div(first + 31);
       if (whole_warp) {
-        __shared__ uint4 stage[kBlock / 32][32 * kWords];
+        __shared__ uint4 stage[kThreads / 32][32 * kWords];
         uint4* mine = stage[threadIdx.x / 32];
 #pragma unroll
         for (int w = 0; w < kWords; ++w) mine[lane * kWords + w] = y.run[0].w[w];
@@ -218,13 +219,13 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
   }
 }
 
-// Blocks of Kernel, of `threads` threads and `shared` bytes of dynamic shared memory each, that
-// the whole GPU holds at once.
+// Blocks of Kernel, with `shared` bytes of dynamic shared memory each, that the whole GPU holds
+// at once.
 template <auto Kernel>
-int64_t resident_blocks(int threads, int shared) {
+int64_t resident_blocks(int shared) {
   static const int per_sm = [&] {
     int blocks = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, threads, shared));
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, kThreads, shared));
     return std::max(blocks, 1);
   }();
   return int64_t(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
@@ -236,7 +237,6 @@ void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const 
                        const Params<P>& params, cudaStream_t stream) {
   constexpr auto kernel = forward_vectorized<in_t, out_t, P, Interleaved>;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
-  constexpr int threads = kForwardThreads<in_t>;
   constexpr int shared = kLogTableBytes<in_t>;
   if constexpr (shared > 0) {
     // Above 48 KiB needs opting in (per device, hence every time).
@@ -247,13 +247,12 @@ void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const 
   // at once, whose threads take several groups each (measured: 34% -> 56% of the copy bandwidth
   // for uint8 -> uint8, while float32 lost 5 points that way).
   constexpr bool kComputeBound = sizeof(in_t) == 1 || sizeof(out_t) == 1;
-  const int64_t one_per_thread = ceil_div(total_groups, threads);
-  const int64_t grid = kComputeBound
-                           ? std::min(one_per_thread, resident_blocks<kernel>(threads, shared))
-                           : one_per_thread;
-  const int64_t groups_per_block = ceil_div(one_per_thread, grid) * threads;
+  const int64_t one_per_thread = ceil_div(total_groups, kThreads);
+  const int64_t grid =
+      kComputeBound ? std::min(one_per_thread, resident_blocks<kernel>(shared)) : one_per_thread;
+  const int64_t groups_per_block = ceil_div(one_per_thread, grid) * kThreads;
   const int64_t blocks = ceil_div(total_groups, groups_per_block);
-  kernel<<<blocks, threads, shared, stream>>>(
+  kernel<<<blocks, kThreads, shared, stream>>>(
       src, dst, static_cast<uint32_t>(total_groups), static_cast<uint32_t>(groups_per_block),
       FastDivider(static_cast<uint32_t>(g.pixels / V)),
       FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params);
