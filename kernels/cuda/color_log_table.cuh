@@ -51,28 +51,15 @@ class U8LogTable {
   uint32_t lane_bits_;
 };
 
-// What a kernel for other than uint8 images holds instead of the table and LogSample.
-struct NoLogTable {
-  __device__ explicit NoLogTable(char*) {}
-};
-struct NoLogSample {
-  NoLogSample() = default;
-  template <typename Color, typename Sample>
-  __device__ NoLogSample(const Color&, const Sample&) {}
-};
-template <typename in_t>
-using LogTableOf = std::conditional_t<std::is_same_v<in_t, uint8_t>, U8LogTable, NoLogTable>;
-template <typename in_t>
-constexpr int kLogTableBytes = std::is_same_v<in_t, uint8_t> ? U8LogTable::kBytes : 0;
 // One sample's parameters for the log-domain path.
 struct LogSample {
-  LogSample() = default;
   bool usable;  // every colour and gamma positive and finite
   float color[kChannels];
   float gamma;
   float gamma_log_color[kChannels];
   float contrast, offset;  // out = clamp(w * contrast + offset, 0, 1)
 
+  LogSample() = default;
   __device__ LogSample(const float* c, const gpuaug::color::SampleParams<float>& s) {
     const auto positive = [](float v) { return v > 0.0f && v < INFINITY; };
     usable = positive(s.gamma);
@@ -87,5 +74,22 @@ struct LogSample {
     offset = (s.brightness - 0.5f) * s.contrast + 0.5f;
   }
 };
+
+// What a kernel for other than uint8 images holds instead of the table and LogSample.
+struct NoLogTable {
+  __device__ explicit NoLogTable(char*) {}
+};
+struct NoLogSample {
+  NoLogSample() = default;
+  template <typename Color, typename Sample>
+  __device__ NoLogSample(const Color&, const Sample&) {}
+};
+
+template <typename in_t>
+using LogTableOf = std::conditional_t<std::is_same_v<in_t, uint8_t>, U8LogTable, NoLogTable>;
+template <typename in_t>
+using LogSampleOf = std::conditional_t<std::is_same_v<in_t, uint8_t>, LogSample, NoLogSample>;
+template <typename in_t>
+constexpr int kLogTableBytes = std::is_same_v<in_t, uint8_t> ? U8LogTable::kBytes : 0;
 
 }  // namespace gpuaug::cuda::color

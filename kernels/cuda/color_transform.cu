@@ -105,18 +105,17 @@ __device__ __forceinline__ void transform_group_log(const Group<uint8_t, V, Inte
 // One sample's parameters as the vectorised kernel uses them.
 template <typename in_t, typename P>
 struct SampleState {
-  using Log = std::conditional_t<std::is_same_v<in_t, uint8_t>, LogSample, NoLogSample>;
   bool applies;
   P color[kChannels];
   SampleParams<P> s;
-  Log log;
+  LogSampleOf<in_t> log;
 
   SampleState() = default;
   __device__ SampleState(const Params<P>& p, uint32_t n) : applies(p.applies(n)), s(p.sample(n)) {
     const P* row = p.color_of(n);
 #pragma unroll
     for (int c = 0; c < kChannels; ++c) color[c] = row[c];
-    log = Log(color, s);
+    log = LogSampleOf<in_t>(color, s);
   }
 };
 
