@@ -247,15 +247,20 @@ def test_unaligned_data(dtype, device):
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_uint8_with_parameters_of_any_sign(channels_last, out_dtype, device):
     # The GPU computes uint8 samples whose colours and gamma are all positive and finite in the
-    # log domain; the others (a zero or negative colour, gamma 0 or negative) by the formula
-    # itself. pow(0, gamma < 0) is inf, so the output saturates there: plain torch.pow.
-    x = make_image((6, 3, 4, 16), torch.uint8, device, seed=18, channels_last=channels_last)
-    p = make_params(6, 3, device, seed=19)
+    # log domain, extreme ones included (colours of 1e-20 and 1e20 with gamma 3, whose pow
+    # leaves float32's range, and a contrast of 1e30); the others (a zero or negative colour,
+    # gamma 0 or negative) by the formula itself. pow(0, gamma < 0) is inf, so the output
+    # saturates there: plain torch.pow.
+    x = make_image((9, 3, 4, 16), torch.uint8, device, seed=18, channels_last=channels_last)
+    p = make_params(9, 3, device, seed=19)
     p["color"][1, 0] = 0.0
     p["color"][2] = torch.tensor([1.4, 1.3, -0.05])
     p["gamma"][3] = 0.0
     p["gamma"][4] = -0.5
     p["gamma"][5] = 40.0
+    p["color"][6, 1], p["gamma"][6] = 1e-20, 3.0
+    p["color"][7, 2], p["gamma"][7] = 1e20, 3.0
+    p["color"][8, 0], p["gamma"][8], p["contrast"][8] = 1e5, 2.0, 1e30
     out = op(x, **p, dtype=out_dtype)
     assert_matches(out, reference(x, **p, pow=torch.pow), out_dtype)
 

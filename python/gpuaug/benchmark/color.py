@@ -45,6 +45,11 @@ def formula_u8_normalized(x, color, brightness, contrast, gamma):
     return (formula(x.float() / 255, color, brightness, contrast, gamma) - mean) / std
 
 
+def copy_of_image(x, *params):
+    """A plain copy of the same tensor: what moving these bytes costs at this size."""
+    return torch.empty_like(x).copy_(x)
+
+
 def per_image_loop(x, color, brightness, contrast, gamma):
     return torch.cat([formula(x[i:i + 1], color[i:i + 1], brightness[i:i + 1],
                               contrast[i:i + 1], gamma[i:i + 1]) for i in range(x.shape[0])])
@@ -141,9 +146,15 @@ def cases(numel: int, device: torch.device) -> list[Case]:
 
     n = batch(128)
     shape, numel_image = (n, 3, 224, 224), n * 3 * 224 * 224
+    u8_compiled = compiled(formula_u8)
+    large = (batch(64), 3, 512, 512)
     result += [
-        Case("color u8->u8", shape, u8, inputs(shape, device, u8), ours, compiled(formula_u8),
+        Case("color u8->u8", shape, u8, inputs(shape, device, u8), ours, u8_compiled,
              "torch.compile", 2 * numel_image),
+        Case("color u8->u8", shape, u8, inputs(shape, device, u8), ours, copy_of_image,
+             "copy of the same tensor", 2 * numel_image),
+        Case("color u8->u8", large, u8, inputs(large, device, u8), ours, u8_compiled,
+             "torch.compile", 2 * large[0] * 3 * 512 * 512),
         Case("color u8->f32 mean/std", shape, u8, inputs(shape, device, u8), ours_u8_normalized,
              compiled(formula_u8_normalized), "torch.compile", 5 * numel_image),
         # Read grad and image, write the image's gradient (the parameters' are negligible).
