@@ -2,7 +2,8 @@
 
 Baselines: torch.compile of the formula (default mode, static shapes, compiled once per layout
 during the warm-up), the formula in eager PyTorch, torchvision's ColorJitter (one parameter set
-for the whole batch: a reference point, not the same work) and a Python loop over the images.
+for the whole batch: a reference point, not the same work), a Python loop over the images and,
+for uint8 -> uint8, a plain copy of the same tensor (what moving those bytes costs at that size).
 
 The batch sizes are those below at the default --size (2^28) and shrink with it (--quick: 1/16),
 except the latency case's.
