@@ -2,10 +2,14 @@
 // 16-byte aligned take the vectorised kernel: each thread moves a group of pixels with 16-byte
 // loads and stores and keeps them in registers. Everything else takes a per-pixel kernel.
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAMacros.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <limits>
+#include <mutex>
 
 #include "kernels/cuda/color_common.cuh"
 #include "kernels/cuda/color_log_table.cuh"
@@ -103,26 +107,32 @@ __device__ __forceinline__ void transform_group_log(const Group<uint8_t, V, Inte
 }
 
 // One sample's parameters as the vectorised kernel uses them.
-template <typename in_t, typename P>
+template <typename in_t, typename out_t, typename P>
 struct SampleState {
   bool applies;
   P color[kChannels];
   SampleParams<P> s;
-  LogSampleOf<in_t> log;
+  LogSampleOf<in_t, out_t> log;
 
   SampleState() = default;
   __device__ SampleState(const Params<P>& p, uint32_t n) : applies(p.applies(n)), s(p.sample(n)) {
     const P* row = p.color_of(n);
 #pragma unroll
     for (int c = 0; c < kChannels; ++c) color[c] = row[c];
-    log = LogSampleOf<in_t>(color, s);
+    log = LogSampleOf<in_t, out_t>(color, s);
   }
 };
 
-// uint8 input runs a persistent grid whose loads nothing else hides: each thread loads its next
-// group into registers before it computes the current one.
-template <typename in_t>
-constexpr bool kPrefetch = std::is_same_v<in_t, uint8_t>;
+// uint8 output is compute-bound: it runs a grid the GPU holds at once, whose threads take several
+// groups each (measured: 34% -> 56% of the copy bandwidth for uint8 -> uint8, while float32 lost
+// 5 points that way, and so did uint8 -> float32). Memory-bound outputs run one group per thread.
+template <typename out_t>
+constexpr bool kPersistent = std::is_same_v<out_t, uint8_t>;
+
+// uint8 -> uint8's loads nothing else hides: each thread loads its next group into registers
+// before it computes the current one.
+template <typename in_t, typename out_t>
+constexpr bool kPrefetch = kLogDomain<in_t, out_t>;
 
 // Where a group lies: its image, its index there, its sample.
 struct GroupPlace {
@@ -135,11 +145,11 @@ struct GroupPlace {
 
 // Groups are numbered across all images (no idle threads at the end of each image); block b
 // takes groups [b, b + 1) * groups_per_block, its threads kThreads groups apart, so that a
-// thread's next group is mostly in the same sample and its parameters are reused. uint8 input
+// thread's next group is mostly in the same sample and its parameters are reused. uint8 -> uint8
 // keeps 3 blocks (24 warps) per SM, as many as its table's shared memory allows (at 1024 threads
 // a block, one table for 32 warps, the registers were capped at 64 and it ran slower).
 template <typename in_t, typename out_t, typename P, bool Interleaved>
-__global__ void __launch_bounds__(kThreads, kPrefetch<in_t> ? 3 : 1)
+__global__ void __launch_bounds__(kThreads, kLogDomain<in_t, out_t> ? 3 : 1)
 forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_t total_groups,
                    uint32_t groups_per_block, const FastDivider groups_per_image,
                    const FastDivider frames, int64_t pixels, const __grid_constant__ Params<P> p) {
@@ -151,23 +161,24 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
   uint32_t i = begin + threadIdx.x;
   GroupPlace next(i, groups_per_image, frames);
   InGroup prefetched;
-  if constexpr (kPrefetch<in_t>) {
+  if constexpr (kPrefetch<in_t, out_t>) {
     if (i < end) prefetched.load(in + int64_t(next.image) * C * pixels, pixels, next.g);
   }
   extern __shared__ __align__(16) char dynamic_shared[];
-  const LogTableOf<in_t> table(dynamic_shared);
-  SampleState<in_t, P> state;
+  const LogTableOf<in_t, out_t> table(dynamic_shared);
+  SampleState<in_t, out_t, P> state;
   uint32_t state_of = UINT32_MAX;  // the sample `state` holds
   for (; i < end; i += kThreads) {
-    const GroupPlace here = kPrefetch<in_t> ? next : GroupPlace(i, groups_per_image, frames);
+    const GroupPlace here =
+        kPrefetch<in_t, out_t> ? next : GroupPlace(i, groups_per_image, frames);
     const uint32_t image = here.image, g = here.g, n = here.n;
     if (n != state_of) {
-      state = SampleState<in_t, P>(p, n);
+      state = SampleState<in_t, out_t, P>(p, n);
       state_of = n;
     }
     const int64_t offset = int64_t(image) * C * pixels;
     InGroup x;
-    if constexpr (kPrefetch<in_t>) {
+    if constexpr (kPrefetch<in_t, out_t>) {
       x = prefetched;
       if (i + kThreads < end) {
         next = GroupPlace(i + kThreads, groups_per_image, frames);
@@ -179,7 +190,7 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
     Group<out_t, V, Interleaved> y;
     // The branch stays outside the pixel loop so that the group's pixels interleave.
     if (state.applies) {
-      if constexpr (std::is_same_v<in_t, uint8_t>) {
+      if constexpr (kLogDomain<in_t, out_t>) {
         if (state.log.usable) {
           transform_group_log(x, y, table, state.log, p);
         } else {
@@ -218,37 +229,31 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
   }
 }
 
-// Blocks of Kernel, with `shared` bytes of dynamic shared memory each, that the whole GPU holds
-// at once.
-template <auto Kernel>
-int64_t resident_blocks(int shared) {
-  static const int per_sm = [&] {
-    int blocks = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, kThreads, shared));
-    return std::max(blocks, 1);
-  }();
-  return int64_t(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-}
-
 // Launches forward_vectorized<..., Interleaved> over total_groups groups.
 template <typename in_t, typename out_t, typename P, bool Interleaved>
 void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const ColorGeometry& g,
                        const Params<P>& params, cudaStream_t stream) {
   constexpr auto kernel = forward_vectorized<in_t, out_t, P, Interleaved>;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
-  constexpr int shared = kLogTableBytes<in_t>;
-  if constexpr (shared > 0) {
-    // Above 48 KiB needs opting in (per device, hence every time).
-    C10_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-  }
-  // Memory-bound dtypes run one group per thread; uint8, compute-bound, runs a grid the GPU holds
-  // at once, whose threads take several groups each (measured: 34% -> 56% of the copy bandwidth
-  // for uint8 -> uint8, while float32 lost 5 points that way).
-  constexpr bool kComputeBound = sizeof(in_t) == 1 || sizeof(out_t) == 1;
+  constexpr int shared = kLogTableBytes<in_t, out_t>;
   const int64_t one_per_thread = ceil_div(total_groups, kThreads);
-  const int64_t grid =
-      kComputeBound ? std::min(one_per_thread, resident_blocks<kernel>(shared)) : one_per_thread;
+  int64_t grid = one_per_thread;
+  if constexpr (kPersistent<out_t>) {
+    // The shared memory opt-in (needed above 48 KiB) and the occupancy are per device.
+    static std::once_flag configured[C10_COMPILE_TIME_MAX_GPUS];
+    static int blocks_per_sm[C10_COMPILE_TIME_MAX_GPUS];
+    const c10::DeviceIndex device = c10::cuda::current_device();
+    std::call_once(configured[device], [&] {
+      if (shared > 0) {
+        C10_CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+      }
+      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm[device], kernel,
+                                                                   kThreads, shared));
+    });
+    const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    grid = std::min(one_per_thread, std::max(blocks_per_sm[device], 1) * sms);
+  }
   const int64_t groups_per_block = ceil_div(one_per_thread, grid) * kThreads;
   const int64_t blocks = ceil_div(total_groups, groups_per_block);
   kernel<<<blocks, kThreads, shared, stream>>>(
