@@ -1,6 +1,8 @@
 // color_transform forward on the GPU. Three-channel images whose planes (or pixel rows) are
 // 16-byte aligned take the vectorised kernel: each thread moves a group of pixels with 16-byte
-// loads and stores and keeps them in registers. Everything else takes a per-pixel kernel.
+// loads and stores and keeps them in registers. It is launched overlapped with the kernel
+// before it (overlapped_launch.cuh), which hides its launch gap and its log table's build.
+// Everything else takes a per-pixel kernel.
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -13,6 +15,7 @@
 
 #include "kernels/cuda/color_common.cuh"
 #include "kernels/cuda/color_log_table.cuh"
+#include "kernels/cuda/overlapped_launch.cuh"
 #include "ops/color_transform.h"
 
 namespace gpuaug::cuda::color {
@@ -159,13 +162,16 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
   const uint32_t begin = blockIdx.x * groups_per_block;
   const uint32_t end = min(begin + groups_per_block, total_groups);
   uint32_t i = begin + threadIdx.x;
+  allow_next_grid();
+  // The table lives in shared memory: it is built while the previous kernel finishes.
+  extern __shared__ __align__(16) char dynamic_shared[];
+  const LogTableOf<in_t, out_t> table(dynamic_shared);
+  wait_for_previous_grid();
   GroupPlace next(i, groups_per_image, frames);
   InGroup prefetched;
   if constexpr (kPrefetch<in_t, out_t>) {
     if (i < end) prefetched.load(in + int64_t(next.image) * C * pixels, pixels, next.g);
   }
-  extern __shared__ __align__(16) char dynamic_shared[];
-  const LogTableOf<in_t, out_t> table(dynamic_shared);
   SampleState<in_t, out_t, P> state;
   uint32_t state_of = UINT32_MAX;  // the sample `state` holds
   for (; i < end; i += kThreads) {
@@ -256,10 +262,10 @@ void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const 
   }
   const int64_t groups_per_block = ceil_div(one_per_thread, grid) * kThreads;
   const int64_t blocks = ceil_div(total_groups, groups_per_block);
-  kernel<<<blocks, kThreads, shared, stream>>>(
-      src, dst, static_cast<uint32_t>(total_groups), static_cast<uint32_t>(groups_per_block),
-      FastDivider(static_cast<uint32_t>(g.pixels / V)),
-      FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params);
+  launch_overlapped(kernel, dim3(blocks), dim3(kThreads), shared, stream, src, dst,
+                    static_cast<uint32_t>(total_groups), static_cast<uint32_t>(groups_per_block),
+                    FastDivider(static_cast<uint32_t>(g.pixels / V)),
+                    FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params);
 }
 
 // Any channel count and alignment: one pixel per thread, channels in local arrays.

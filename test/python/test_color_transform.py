@@ -581,6 +581,32 @@ def test_color_augment_cuda_graph():
     assert not torch.equal(outputs[0]["color"], outputs[1]["color"])   # fresh draws per replay
 
 
+@requires_cuda
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_back_to_back_calls_see_each_others_results(dtype, channels_last):
+    # The vectorised kernel starts while the one before it finishes (programmatic dependent
+    # launch) and must not read its input, nor write memory the caching allocator hands back,
+    # before that kernel is done. A chain whose every call reads the last one's output, freed
+    # as it goes, queued behind a sleep so that the GPU meets the calls back to back, must equal
+    # the same chain run one synchronised call at a time.
+    x = make_image((128, 3, 224, 224), dtype, "cuda", seed=70, channels_last=channels_last)
+    steps = [make_params(128, 3, "cuda", seed=71 + k) for k in range(12)]
+
+    def chain(synchronize):
+        y = x
+        for p in steps:
+            y = op(y, **p)
+            if synchronize:
+                torch.cuda.synchronize()
+        return y
+
+    want = chain(synchronize=True)
+    for _ in range(3):
+        torch.cuda._sleep(10**7)
+        assert torch.equal(chain(synchronize=False), want)
+
+
 # ---------------------------------------------------------------------------------------------
 # ColorAugment's parameters.
 
