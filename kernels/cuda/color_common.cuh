@@ -132,6 +132,30 @@ __device__ __forceinline__ void pack_u8(Group<uint8_t, V, Interleaved>& g, Value
     }
 }
 
+// One image as the per-pixel kernels see it: its sample's parameters, and where each pixel's
+// channels lie (planar or interleaved, any channel count).
+template <typename P>
+struct PixelImage {
+  bool apply;
+  const P* color;
+  gpuaug::color::SampleParams<P> s;
+  int64_t offset, channel_step, pixel_step;
+
+  __device__ PixelImage(const gpuaug::color::Params<P>& p, int64_t image, int64_t frames,
+                        int64_t pixels, int channels, bool interleaved)
+      : apply(p.applies(image / frames)),
+        color(p.color_of(image / frames)),
+        s(p.sample(image / frames)),
+        offset(image * channels * pixels),
+        channel_step(interleaved ? 1 : pixels),
+        pixel_step(interleaved ? channels : 1) {}
+
+  // The element index of channel c of pixel px.
+  __device__ __forceinline__ int64_t at(int64_t px, int c) const {
+    return offset + px * pixel_step + c * channel_step;
+  }
+};
+
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

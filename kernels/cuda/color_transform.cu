@@ -274,22 +274,15 @@ __global__ void __launch_bounds__(kThreads)
 forward_per_pixel(const in_t* __restrict__ in, out_t* __restrict__ out, int64_t images,
                   int64_t frames, int64_t pixels, int channels, bool interleaved,
                   const __grid_constant__ Params<P> p) {
-  const int64_t channel_step = interleaved ? 1 : pixels;
-  const int64_t pixel_step = interleaved ? channels : 1;
   for (int64_t image = blockIdx.y; image < images; image += gridDim.y) {
-    const int64_t n = image / frames;
-    const bool apply = p.applies(n);
-    const P* color = p.color_of(n);
-    const SampleParams<P> s = p.sample(n);
-    const int64_t offset = image * channels * pixels;
+    const PixelImage<P> im(p, image, frames, pixels, channels, interleaved);
     for (int64_t px = int64_t(blockIdx.x) * kThreads + threadIdx.x; px < pixels;
          px += int64_t(gridDim.x) * kThreads) {
-      const int64_t at = offset + px * pixel_step;
       P x[kMaxChannels];
-      for (int c = 0; c < channels; ++c) x[c] = load<P>(in[at + c * channel_step]);
-      if (apply) forward_pixel<0>(x, channels, color, s);
+      for (int c = 0; c < channels; ++c) x[c] = load<P>(in[im.at(px, c)]);
+      if (im.apply) forward_pixel<0>(x, channels, im.color, im.s);
       for (int c = 0; c < channels; ++c) {
-        out[at + c * channel_step] = store<out_t>(normalized<out_t>(p, x[c], c));
+        out[im.at(px, c)] = store<out_t>(normalized<out_t>(p, x[c], c));
       }
     }
   }

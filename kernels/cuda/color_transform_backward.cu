@@ -115,26 +115,19 @@ backward_per_pixel(const in_t* __restrict__ in, const g_t* __restrict__ grad,
                    int64_t frames, int64_t pixels, int channels, bool interleaved,
                    const __grid_constant__ Params<P> p) {
   __shared__ P shared[kWarps * (kMaxChannels + 3)];
-  const int64_t channel_step = interleaved ? 1 : pixels;
-  const int64_t pixel_step = interleaved ? channels : 1;
   for (int64_t image = blockIdx.y; image < images; image += gridDim.y) {
-    const int64_t n = image / frames;
-    const bool apply = p.applies(n);
-    const P* color = p.color_of(n);
-    const SampleParams<P> s = p.sample(n);
-    const int64_t offset = image * channels * pixels;
+    const PixelImage<P> im(p, image, frames, pixels, channels, interleaved);
     P grad_color[kMaxChannels] = {};
     ScalarGrads<P> acc;
     for (int64_t px = int64_t(blockIdx.x) * kThreads + threadIdx.x; px < pixels;
          px += int64_t(gridDim.x) * kThreads) {
-      const int64_t at = offset + px * pixel_step;
       P x[kMaxChannels], d[kMaxChannels];
       for (int c = 0; c < channels; ++c) {
-        x[c] = load<P>(in[at + c * channel_step]);
-        d[c] = load<P>(grad[at + c * channel_step]) * p.inv_std[c];
+        x[c] = load<P>(in[im.at(px, c)]);
+        d[c] = load<P>(grad[im.at(px, c)]) * p.inv_std[c];
       }
-      if (apply) backward_pixel<0>(x, d, channels, color, s, grad_color, acc);
-      for (int c = 0; c < channels; ++c) grad_in[at + c * channel_step] = store<in_t>(d[c]);
+      if (im.apply) backward_pixel<0>(x, d, channels, im.color, im.s, grad_color, acc);
+      for (int c = 0; c < channels; ++c) grad_in[im.at(px, c)] = store<in_t>(d[c]);
     }
     P sums[kMaxChannels + 3];
     pack_sums<P, 0>(sums, grad_color, acc, channels);

@@ -11,7 +11,7 @@ import torch._dynamo.testing
 
 from gpuaug.color import color_transform
 from gpuaug.transforms import ColorAugment
-from gpuaug_testing import DEVICES, requires_cuda
+from gpuaug_testing import DEVICES, requires_cuda, requires_two_gpus
 
 op = torch.ops.gpuaug.color_transform
 op_backward = torch.ops.gpuaug.color_transform_backward
@@ -744,6 +744,39 @@ def test_parameters_on_the_cpu_beside_a_cuda_image():
 
 
 @requires_cuda
+@requires_two_gpus
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_second_gpu(dtype):
+    # An image on either GPU while cuda:0 is current runs on its own GPU. The uint8 kernel's
+    # shared-memory opt-in and occupancy are set up once per device: the first call on each
+    # device does it. 16x32 pixels take the vectorised kernels, 5x7 the per-pixel ones.
+    for size in [(16, 32), ODD]:
+        x = make_image((4, 3, *size), dtype, seed=80)
+        p = make_params(4, 3, seed=81)
+        want = op(x, **p)
+        for device in ["cuda:1", "cuda:0", "cuda:1"]:
+            with torch.cuda.device(0):
+                out = op(x.to(device), **{k: v.to(device) for k, v in p.items()})
+            assert out.device == torch.device(device)
+            if dtype == torch.uint8:
+                assert (out.cpu().int() - want.int()).abs().max() <= 1
+            else:
+                torch.testing.assert_close(out.cpu(), want, atol=2e-5, rtol=0)
+    if dtype.is_floating_point:
+        grad = torch.randn(x.shape)
+        want = torch.autograd.grad(op(x.requires_grad_(), **p), [x], grad)[0]
+        x1 = x.detach().to("cuda:1").requires_grad_()
+        with torch.cuda.device(0):
+            got = torch.autograd.grad(op(x1, **{k: v.to("cuda:1") for k, v in p.items()}), [x1],
+                                      grad.to("cuda:1"))[0]
+        assert got.device == torch.device("cuda:1")
+        torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-4)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "gpuaug::color_transform: expected 'color' on cuda:1 like 'image', but got cuda:0")):
+        op(x.detach().to("cuda:1"), **{**{k: v.to("cuda:1") for k, v in p.items()},
+                                        "color": p["color"].to("cuda:0")})
+
+
 def test_parameters_on_another_device():
     x = torch.rand(2, 3, 4, 4, device="cuda")
     p = make_params(2, 3, "cuda")
