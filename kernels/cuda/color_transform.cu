@@ -262,10 +262,11 @@ void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const 
   }
   const int64_t groups_per_block = ceil_div(one_per_thread, grid) * kThreads;
   const int64_t blocks = ceil_div(total_groups, groups_per_block);
-  launch_overlapped(kernel, dim3(blocks), dim3(kThreads), shared, stream, src, dst,
-                    static_cast<uint32_t>(total_groups), static_cast<uint32_t>(groups_per_block),
-                    FastDivider(static_cast<uint32_t>(g.pixels / V)),
-                    FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params);
+  launch_overlapped<kernel>(dim3(blocks), dim3(kThreads), shared, stream, src, dst,
+                            static_cast<uint32_t>(total_groups),
+                            static_cast<uint32_t>(groups_per_block),
+                            FastDivider(static_cast<uint32_t>(g.pixels / V)),
+                            FastDivider(static_cast<uint32_t>(g.frames)), g.pixels, params);
 }
 
 // Any channel count and alignment: one pixel per thread, channels in local arrays.

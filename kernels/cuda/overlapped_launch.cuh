@@ -6,10 +6,12 @@
 // of memory are unaffected.
 #pragma once
 
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAMacros.h>
 #include <cuda_runtime.h>
 
+#include <mutex>
 #include <utility>
 
 namespace gpuaug::cuda {
@@ -30,9 +32,25 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 #endif
 }
 
-template <typename... Params, typename... Args>
-void launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
-                       cudaStream_t stream, Args&&... args) {
+// Whether `kernel`'s code on the current device was compiled for Hopper or newer, so that it does
+// wait: a build for an older GPU, compiled for this one from its PTX, waits for nothing.
+template <auto kernel>
+bool waits_for_previous_grid() {
+  static std::once_flag checked[C10_COMPILE_TIME_MAX_GPUS];
+  static bool waits[C10_COMPILE_TIME_MAX_GPUS];
+  const c10::DeviceIndex device = c10::cuda::current_device();
+  std::call_once(checked[device], [&] {
+    cudaFuncAttributes attributes;
+    C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    waits[device] = attributes.ptxVersion >= 90;
+  });
+  return waits[device];
+}
+
+// kernel<<<grid, block, shared_bytes, stream>>>(args...), overlapped where its code allows.
+template <auto kernel, typename... Args>
+void launch_overlapped(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
+                       Args&&... args) {
   cudaLaunchAttribute overlap;
   overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap.val.programmaticStreamSerializationAllowed = 1;
@@ -42,7 +60,7 @@ void launch_overlapped(void (*kernel)(Params...), dim3 grid, dim3 block, size_t 
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   config.attrs = &overlap;
-  config.numAttrs = at::cuda::getCurrentDeviceProperties()->major >= 9 ? 1 : 0;
+  config.numAttrs = waits_for_previous_grid<kernel>() ? 1 : 0;
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
