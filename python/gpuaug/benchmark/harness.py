@@ -53,12 +53,19 @@ def input_sets(make_inputs: Callable[[], tuple[Any, ...]],
     return [first] + [make_inputs() for _ in range(count - 1)]
 
 
+# What the GPU is held for per call of a burst: more than the host needs to launch one.
+HOLD_US_PER_CALL = 30
+
+
 def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.device,
               warmup: int, runs: int, latency: bool = False) -> float:
     """Median time of one call, from CUDA events on a GPU (the host clock on a CPU). Each sample
-    times a burst of calls lasting about half a millisecond, so that for short kernels the
-    number is the GPU's time per call (the host enqueues ahead), not launch latency; with
-    `latency`, single synchronised calls instead."""
+    times a burst of calls lasting about half a millisecond, queued behind a kernel that holds
+    the GPU until the host has enqueued them all (nvbench's blocking kernel), so that the number
+    is the GPU's time per call, not the host's: on an H100's host, launching a call took 15-27 us
+    that the GPU ran in 15 us. The hold is HOLD_US_PER_CALL per call of the burst: a call whose
+    host work takes longer (a Python loop, the autograd engine) is timed at the host's pace.
+    With `latency`, single synchronised calls instead."""
     for i in range(warmup):
         fn(*sets[i % len(sets)])
     if device.type == "cuda":
@@ -69,9 +76,13 @@ def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch
         end.record()
         end.synchronize()
         burst = 1 if latency else max(1, min(100, math.ceil(0.5 / max(start.elapsed_time(end), 1e-3))))
+        clock_khz = torch.cuda.get_device_properties(device).clock_rate
+        hold_cycles = int(burst * HOLD_US_PER_CALL * 1e-3 * clock_khz)
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in range(runs)]
         for i, (start, end) in enumerate(events):
+            if not latency:
+                torch.cuda._sleep(hold_cycles)
             start.record()
             for j in range(burst):
                 fn(*sets[(i * burst + j) % len(sets)])
