@@ -743,7 +743,6 @@ def test_parameters_on_the_cpu_beside_a_cuda_image():
     assert [g.device.type for g in grads] == ["cpu", "cuda", "cpu", "cuda"]
 
 
-@requires_cuda
 @requires_two_gpus
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
 def test_second_gpu(dtype):
@@ -777,6 +776,7 @@ def test_second_gpu(dtype):
                                         "color": p["color"].to("cuda:0")})
 
 
+@requires_cuda
 def test_parameters_on_another_device():
     x = torch.rand(2, 3, 4, 4, device="cuda")
     p = make_params(2, 3, "cuda")
