@@ -4,18 +4,16 @@
 // before it (overlapped_launch.cuh), which hides its launch gap and its log table's build.
 // Everything else takes a per-pixel kernel.
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAMacros.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <limits>
-#include <mutex>
 
 #include "kernels/cuda/color_common.cuh"
 #include "kernels/cuda/color_log_table.cuh"
 #include "kernels/cuda/overlapped_launch.cuh"
+#include "kernels/cuda/per_device.h"
 #include "ops/color_transform.h"
 
 namespace gpuaug::cuda::color {
@@ -246,19 +244,19 @@ void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const 
   int64_t grid = one_per_thread;
   if constexpr (kPersistent<out_t>) {
     // The shared memory opt-in (needed above 48 KiB) and the occupancy are per device.
-    static std::once_flag configured[C10_COMPILE_TIME_MAX_GPUS];
-    static int blocks_per_sm[C10_COMPILE_TIME_MAX_GPUS];
-    const c10::DeviceIndex device = c10::cuda::current_device();
-    std::call_once(configured[device], [&] {
+    static PerDevice<int> blocks_per_sm;
+    const int per_sm = blocks_per_sm.get([] {
       if (shared > 0) {
         C10_CUDA_CHECK(
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
       }
-      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm[device], kernel,
-                                                                   kThreads, shared));
+      int blocks = 0;
+      C10_CUDA_CHECK(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, shared));
+      return std::max(blocks, 1);
     });
     const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    grid = std::min(one_per_thread, std::max(blocks_per_sm[device], 1) * sms);
+    grid = std::min(one_per_thread, per_sm * sms);
   }
   const int64_t groups_per_block = ceil_div(one_per_thread, grid) * kThreads;
   const int64_t blocks = ceil_div(total_groups, groups_per_block);

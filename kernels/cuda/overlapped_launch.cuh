@@ -7,12 +7,11 @@
 #pragma once
 
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAMacros.h>
 #include <cuda_runtime.h>
 
-#include <mutex>
 #include <utility>
+
+#include "kernels/cuda/per_device.h"
 
 namespace gpuaug::cuda {
 
@@ -36,15 +35,12 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 // wait: a build for an older GPU, compiled for this one from its PTX, waits for nothing.
 template <auto kernel>
 bool waits_for_previous_grid() {
-  static std::once_flag checked[C10_COMPILE_TIME_MAX_GPUS];
-  static bool waits[C10_COMPILE_TIME_MAX_GPUS];
-  const c10::DeviceIndex device = c10::cuda::current_device();
-  std::call_once(checked[device], [&] {
+  static PerDevice<bool> waits;
+  return waits.get([] {
     cudaFuncAttributes attributes;
     C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-    waits[device] = attributes.ptxVersion >= 90;
+    return attributes.ptxVersion >= 90;
   });
-  return waits[device];
 }
 
 // kernel<<<grid, block, shared_bytes, stream>>>(args...), overlapped where its code allows.
