@@ -1,74 +1,92 @@
-# Finds Torch (through the Python interpreter's torch unless Torch_DIR or CMAKE_PREFIX_PATH says
-# where), decides GPUAUG_WITH_CUDA and sets GPUAUG_CUDA_ARCHITECTURES.
+# Finds Torch (the running Python's, unless Torch_DIR says where), decides GPUAUG_WITH_CUDA,
+# enables CUDA with the architectures of cmake/cuda_architectures.py and the C++ standard.
 
 find_package(Python3 COMPONENTS Interpreter)
+set(GPUAUG_TORCH_VERSION "")
+set(GPUAUG_TORCH_CUDA "")
 if(Python3_Interpreter_FOUND)
   execute_process(
     COMMAND ${Python3_EXECUTABLE} -c
       "import torch; print(torch.utils.cmake_prefix_path); print(torch.__version__); print(torch.version.cuda or '')"
-    OUTPUT_VARIABLE _gpuaug_torch_info OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _gpuaug_torch_rc)
-  if(_gpuaug_torch_rc EQUAL 0)
-    string(REPLACE "\n" ";" _gpuaug_torch_info "${_gpuaug_torch_info}")
-    list(GET _gpuaug_torch_info 0 _gpuaug_torch_prefix)
-    list(GET _gpuaug_torch_info 1 GPUAUG_TORCH_VERSION)
-    list(LENGTH _gpuaug_torch_info _n)
+    OUTPUT_VARIABLE _torch_info OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _torch_rc)
+  if(_torch_rc EQUAL 0)
+    string(REPLACE "\n" ";" _torch_info "${_torch_info}")
+    list(GET _torch_info 0 _torch_prefix)
+    list(GET _torch_info 1 GPUAUG_TORCH_VERSION)
+    list(LENGTH _torch_info _n)
     if(_n GREATER 2)
-      list(GET _gpuaug_torch_info 2 GPUAUG_TORCH_CUDA)
+      list(GET _torch_info 2 GPUAUG_TORCH_CUDA)
     endif()
-    if(NOT Torch_DIR AND NOT CMAKE_PREFIX_PATH)
-      list(APPEND CMAKE_PREFIX_PATH "${_gpuaug_torch_prefix}")
+    # The torch that will load the library is the one to compile against, whatever else the
+    # prefix path holds.
+    if(NOT Torch_DIR)
+      list(PREPEND CMAKE_PREFIX_PATH "${_torch_prefix}")
     endif()
   endif()
 endif()
+if(SKBUILD AND NOT GPUAUG_TORCH_VERSION)
+  # pip's default isolated build environment hides the installed torch.
+  message(FATAL_ERROR
+    "gpuaug compiles against the PyTorch it will run with, and ${Python3_EXECUTABLE} cannot "
+    "import torch. Install torch first, then build without build isolation:\n"
+    "  pip install torch scikit-build-core cmake ninja\n"
+    "  pip install --no-build-isolation .")
+endif()
+
+set(CMAKE_CXX_STANDARD 20)   # PyTorch 2.15's headers need C++20; 2.11's build with it too
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)   # -std=c++20 for C++ and CUDA sources alike
 
 # CUDA is wanted when PyTorch was built with it and nvcc can be found, unless GPUAUG_CUDA=OFF.
 include(CheckLanguage)
 set(GPUAUG_WITH_CUDA OFF)
 if(NOT GPUAUG_CUDA STREQUAL "OFF")
   check_language(CUDA)
-  if(CMAKE_CUDA_COMPILER AND (GPUAUG_TORCH_CUDA OR NOT Python3_Interpreter_FOUND OR GPUAUG_CUDA STREQUAL "ON"))
+  if(CMAKE_CUDA_COMPILER AND (GPUAUG_TORCH_CUDA OR NOT GPUAUG_TORCH_VERSION OR GPUAUG_CUDA STREQUAL "ON"))
     set(GPUAUG_WITH_CUDA ON)
   elseif(GPUAUG_CUDA STREQUAL "ON")
     message(FATAL_ERROR "GPUAUG_CUDA=ON but nvcc was not found (set CMAKE_CUDA_COMPILER)")
   endif()
 endif()
 
-# Architectures: GPUAUG_CUDA_ARCHITECTURES (CMake syntax, e.g. "90;100-virtual"), else
-# TORCH_CUDA_ARCH_LIST ("9.0;10.0+PTX"), else Hopper machine code plus PTX for newer GPUs.
-if(NOT GPUAUG_CUDA_ARCHITECTURES)
-  set(_arch_list "$ENV{TORCH_CUDA_ARCH_LIST}")
-  if(TORCH_CUDA_ARCH_LIST)
-    set(_arch_list "${TORCH_CUDA_ARCH_LIST}")
-  endif()
-  if(_arch_list)
-    string(REPLACE " " ";" _arch_list "${_arch_list}")
-    foreach(_arch IN LISTS _arch_list)
-      string(REGEX MATCH "^([0-9]+)\\.([0-9]+[af]?)(\\+PTX)?$" _ok "${_arch}")
-      if(NOT _ok)
-        message(FATAL_ERROR "TORCH_CUDA_ARCH_LIST entry '${_arch}' is not like 9.0 or 9.0+PTX")
-      endif()
-      if(CMAKE_MATCH_3)
-        list(APPEND GPUAUG_CUDA_ARCHITECTURES "${CMAKE_MATCH_1}${CMAKE_MATCH_2}")
-      else()
-        list(APPEND GPUAUG_CUDA_ARCHITECTURES "${CMAKE_MATCH_1}${CMAKE_MATCH_2}-real")
-      endif()
-    endforeach()
-  else()
-    set(GPUAUG_CUDA_ARCHITECTURES 90)   # sm_90 machine code + compute_90 PTX
-  endif()
-endif()
-set(GPUAUG_CUDA_ARCHITECTURES "${GPUAUG_CUDA_ARCHITECTURES}" CACHE STRING "CUDA architectures for the kernels")
-
 if(GPUAUG_WITH_CUDA)
-  # Torch enables CUDA itself, adds its own -gencode list (probing for a GPU) and ignores
-  # CMAKE_CUDA_ARCHITECTURES; give it a harmless list, then put ours back on our target.
-  set(TORCH_CUDA_ARCH_LIST "9.0")
-  cmake_policy(SET CMP0104 OLD)  # no default CMAKE_CUDA_ARCHITECTURES for Torch to warn about
+  # GPUAUG_CUDA_ARCHITECTURES (CMake syntax, e.g. "80-real;90") overrides; else PyTorch's
+  # convention (TORCH_CUDA_ARCH_LIST, the visible GPUs, torch's own list), worked out anew at
+  # each configure so that a new GPU or torch is picked up.
+  set(GPUAUG_CUDA_ARCHITECTURES "" CACHE STRING
+      "CUDA architectures, CMake syntax (empty: PyTorch's convention, see cmake/cuda_architectures.py)")
+  set(_archs "${GPUAUG_CUDA_ARCHITECTURES}")
+  if(NOT _archs)
+    if(NOT Python3_Interpreter_FOUND)
+      message(FATAL_ERROR "gpuaug: no Python to choose the CUDA architectures; set GPUAUG_CUDA_ARCHITECTURES")
+    endif()
+    execute_process(
+      COMMAND ${Python3_EXECUTABLE} "${CMAKE_CURRENT_LIST_DIR}/cuda_architectures.py"
+              "${TORCH_CUDA_ARCH_LIST}" "${CMAKE_CUDA_COMPILER}"
+      OUTPUT_VARIABLE _archs OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _archs_rc)
+    if(NOT _archs_rc EQUAL 0)
+      message(FATAL_ERROR "gpuaug: could not choose the CUDA architectures (see above)")
+    endif()
+  endif()
+  set(CMAKE_CUDA_ARCHITECTURES "${_archs}")
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  set(CMAKE_CUDA_EXTENSIONS OFF)
+  enable_language(CUDA)
+  # Torch's config turns TORCH_CUDA_ARCH_LIST into -gencode flags in CMAKE_CUDA_FLAGS (probing
+  # for a GPU when the list is unset) and turns CMake's CUDA_ARCHITECTURES off. The target's
+  # CUDA_ARCHITECTURES decide here: give Torch a valid list, keep our flags as they were.
+  set(GPUAUG_CUDA_ARCHITECTURES_USED "${_archs}")
+  set(_cuda_flags "${CMAKE_CUDA_FLAGS}")
+  unset(CMAKE_CUDA_ARCHITECTURES)
+  if(NOT TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(TORCH_CUDA_ARCH_LIST "8.0")
+  endif()
 endif()
+
 find_package(Torch REQUIRED)
 if(GPUAUG_WITH_CUDA)
-  string(REGEX REPLACE "-gencode;?[^ ;]+" "" CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS}")
-  string(REGEX REPLACE "-gencode +[^ ]+" "" CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS}")
+  set(CMAKE_CUDA_FLAGS "${_cuda_flags}")
   if(NOT CAFFE2_USE_CUDA)
     message(FATAL_ERROR "gpuaug: the PyTorch found has no CUDA; configure with -DGPUAUG_CUDA=OFF")
   endif()
@@ -76,4 +94,10 @@ endif()
 if(NOT GPUAUG_TORCH_VERSION)
   set(GPUAUG_TORCH_VERSION "${Torch_VERSION}")
 endif()
-message(STATUS "gpuaug: PyTorch ${GPUAUG_TORCH_VERSION}, CUDA kernels ${GPUAUG_WITH_CUDA} (${GPUAUG_CUDA_ARCHITECTURES})")
+string(REGEX MATCH "^[0-9]+\\.[0-9]+" _torch_release "${GPUAUG_TORCH_VERSION}")
+if(_torch_release VERSION_LESS 2.11)
+  message(FATAL_ERROR "gpuaug needs PyTorch 2.11 or newer, but found ${GPUAUG_TORCH_VERSION}")
+elseif(_torch_release VERSION_GREATER 2.15)
+  message(WARNING "gpuaug is tested with PyTorch 2.11 to 2.15; ${GPUAUG_TORCH_VERSION} is newer")
+endif()
+message(STATUS "gpuaug: PyTorch ${GPUAUG_TORCH_VERSION}, CUDA kernels ${GPUAUG_WITH_CUDA} (${GPUAUG_CUDA_ARCHITECTURES_USED})")

@@ -26,13 +26,15 @@ namespace gpuaug::color {
 
 constexpr double kSumEpsilon = 0.01;
 
+// NaN -> 0 on every device and dtype, as the GPU's saturating instructions do: a pixel with a
+// non-finite channel comes out as a black pixel put through brightness and contrast.
 template <typename P>
 C10_HOST_DEVICE inline P clamp01(P v) {
 #ifdef __CUDA_ARCH__
-  // A free .SAT modifier on the instruction that computes v (NaN -> 0).
+  // A free .SAT modifier on the instruction that computes v.
   if constexpr (std::is_same_v<P, float>) return __saturatef(v);
 #endif
-  return v < P(0) ? P(0) : (v > P(1) ? P(1) : v);
+  return v > P(0) ? (v < P(1) ? v : P(1)) : P(0);
 }
 
 // clamp01(a * b + c), as one saturating instruction on the GPU.

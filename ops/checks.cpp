@@ -38,13 +38,15 @@ std::string shape_str(c10::SymIntArrayRef sizes) {
   return out + "]";
 }
 
+std::string number_str(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", value);
+  return buffer;
+}
+
 std::string values_str(c10::ArrayRef<double> values) {
   std::string out = "[";
-  char buffer[32];
-  for (size_t i = 0; i < values.size(); ++i) {
-    std::snprintf(buffer, sizeof(buffer), "%g", values[i]);
-    out += (i ? ", " : "") + std::string(buffer);
-  }
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + number_str(values[i]);
   return out + "]";
 }
 

@@ -24,6 +24,7 @@ void check_same_shape(const char* op, const char* arg_a, const at::Tensor& a, co
 // c10's own types do not.
 std::string shape_str(c10::SymIntArrayRef sizes);
 std::string size_str(const c10::SymInt& size);
+std::string number_str(double value);
 std::string values_str(c10::ArrayRef<double> values);
 
 // An output for an element-wise op on `x`: x's strides when x is dense (so channels_last and

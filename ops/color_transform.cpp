@@ -136,6 +136,17 @@ void check_param(const char* name, const at::Tensor& param, const at::Tensor& im
               shared ? " (or the CPU)" : "", " like 'image', but got ", param.device());
 }
 
+// A gamma on the CPU is read here (cheaply, no device involved); one on the GPU is not, as that
+// would synchronise: the kernels apply the formula to whatever it holds (see gpuaug/color.py).
+void check_gamma_values(const at::Tensor& gamma) {
+  if (!gamma.device().is_cpu() || gamma.numel() == 0) return;
+  const at::Tensor invalid = gamma.le(0).logical_or_(gamma.isnan());
+  if (!invalid.any().item<bool>()) return;
+  const double first = gamma.masked_select(invalid).select(0, 0).item<double>();
+  TORCH_CHECK(false, kOp, ": expected 'gamma' > 0 (it is an exponent on [0, 1]), but got ",
+              number_str(first));
+}
+
 void check_arguments(const at::Tensor& image, const at::Tensor& color,
                      const at::Tensor& brightness, const at::Tensor& contrast,
                      const at::Tensor& gamma, const std::optional<at::Tensor>& apply) {
@@ -144,6 +155,7 @@ void check_arguments(const at::Tensor& image, const at::Tensor& color,
   check_param("brightness", brightness, image, false);
   check_param("contrast", contrast, image, false);
   check_param("gamma", gamma, image, false);
+  check_gamma_values(gamma);
   if (apply.has_value()) {
     const auto n = sample_count(image);
     TORCH_CHECK(apply->scalar_type() == at::kBool && apply->dim() == 1 && apply->sym_size(0) == n,
@@ -195,6 +207,9 @@ at::Tensor color_transform_meta(const at::Tensor& image, const at::Tensor& color
   TORCH_CHECK(is_image_dtype(out_dtype), kOp,
               ": expected 'dtype' float32, float64, float16, bfloat16 or uint8, but got ", out_dtype);
   check_normalization(image, out_dtype, mean, stddev);
+  TORCH_CHECK(mean.has_value() == stddev.has_value(), kOp,
+              ": 'mean' and 'std' normalise together: pass both or neither, but got only '",
+              mean.has_value() ? "mean" : "std", "'");
   return empty_image_like(image, out_dtype);
 }
 

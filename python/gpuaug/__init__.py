@@ -64,6 +64,8 @@ def relu(x: torch.Tensor) -> torch.Tensor:
     NaN stays NaN. The gradient is ``grad`` where ``x > 0`` and 0 elsewhere (0 at ``x == 0``).
     Floating dtypes (float32, float64, float16, bfloat16) on CPU or CUDA.
     """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"gpuaug.relu: expected 'x' to be a torch.Tensor, but got {type(x).__name__}")
     return torch.ops.gpuaug.relu(x)
 
 
@@ -73,6 +75,10 @@ def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ``a`` and ``b`` must have the same floating dtype and device (no type promotion). The
     gradients are ``grad * b`` and ``grad * a``, summed back to the shapes of ``a`` and ``b``.
     """
+    if not isinstance(a, torch.Tensor):
+        raise TypeError(f"gpuaug.mul: expected 'a' to be a torch.Tensor, but got {type(a).__name__}")
+    if not isinstance(b, torch.Tensor):
+        raise TypeError(f"gpuaug.mul: expected 'b' to be a torch.Tensor, but got {type(b).__name__}")
     return torch.ops.gpuaug.mul(a, b)
 
 
@@ -83,4 +89,7 @@ def round_ste(x: torch.Tensor) -> torch.Tensor:
     even. The result is exact: ``x + 0.5`` is never rounded first. One fused kernel for what
     the idiom ``x + (x.round() - x).detach()`` does in three.
     """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(
+            f"gpuaug.round_ste: expected 'x' to be a torch.Tensor, but got {type(x).__name__}")
     return torch.ops.gpuaug.round_ste(x)

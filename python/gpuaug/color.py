@@ -9,7 +9,7 @@ __all__ = ["color_transform"]
 Param = Union[float, Sequence[float], torch.Tensor]
 
 
-def _as_tensor(value: Param, channels: int = 0) -> torch.Tensor:
+def _as_tensor(name: str, value: Param, channels: int = 0) -> torch.Tensor:
     # Floats and sequences become float32 CPU tensors: the op reads 0-d and [C] CPU parameters by
     # value, so even beside a CUDA image there is no host-device copy and no synchronisation.
     # A float colour gain is repeated over the `channels` (the op takes colour as [C] or [N, C]).
@@ -19,7 +19,11 @@ def _as_tensor(value: Param, channels: int = 0) -> torch.Tensor:
         if channels:
             return torch.full([channels], float(value), dtype=torch.float32)
         return torch.tensor(float(value), dtype=torch.float32)
-    return torch.tensor([float(v) for v in value], dtype=torch.float32)
+    try:
+        return torch.tensor([float(v) for v in value], dtype=torch.float32)
+    except (TypeError, ValueError):
+        raise TypeError(f"gpuaug.color_transform: expected '{name}' to be a float, a sequence of "
+                        f"floats or a tensor, but got {value!r}") from None
 
 
 def color_transform(
@@ -57,12 +61,15 @@ def color_transform(
             gain for every channel). 1 leaves colours.
         brightness: added after the gamma; ``[]`` or ``[N]``. 0 leaves the image.
         contrast: stretch about 0.5; ``[]`` or ``[N]``. 1 leaves the image.
-        gamma: exponent, > 0; ``[]`` or ``[N]``. 1 leaves the image.
+        gamma: exponent, > 0; ``[]`` or ``[N]``. 1 leaves the image. A gamma on the CPU is
+            checked (0, a negative value or NaN raises); a per-sample gamma on the GPU is not, as
+            that would synchronise: there the formula is applied as it stands (gamma 0 gives
+            ``z ** 0 = 1``, a negative gamma makes dark pixels saturate to white).
         apply: optional bool ``[N]`` on the image's device: which samples are transformed.
         dtype: output dtype (default: the image's); uint8 output is ``round(255 * v)``, half
             to even, saturated.
-        mean, std: optional per-channel normalisation (length C) fused at the end; floating
-            output only.
+        mean, std: optional per-channel normalisation (length C) fused at the end, both or
+            neither; floating output only.
 
     Each parameter is a Python float (shared by all channels and samples), a sequence of C floats
     (``color`` only) or a floating tensor. Floats and sequences become CPU float32 tensors, which
@@ -71,20 +78,32 @@ def color_transform(
     Returns:
         the transformed image, of the image's shape and layout.
 
+    Values outside [0, 1] in a floating image are clamped by the colour step: an image on a 0-255
+    scale comes out white (pass it as uint8, or divide it by 255 first). A pixel with a NaN or
+    infinite channel comes out as a black pixel put through brightness and contrast, in every
+    channel (the colour balance mixes them), on every device; its image gradient and its
+    sample's colour gradient are NaN.
+
     Gradients (floating image and output): for the image and for every parameter given as a
     tensor that requires grad, reduced to that parameter's shape. Clamps pass the gradient where
     their input lies in [0, 1] inclusive; where ``y ** gamma`` has an infinite derivative (``y``
     exactly 0, gamma < 1) the gradient is taken as 0, so gradients are always finite. The backward
     is deterministic. Double backward is not supported.
     """
+    if not isinstance(image, torch.Tensor):
+        raise TypeError("gpuaug.color_transform: expected 'image' to be a torch.Tensor, but got "
+                        f"{type(image).__name__}")
+    if apply is not None and not isinstance(apply, torch.Tensor):
+        raise TypeError("gpuaug.color_transform: expected 'apply' to be None or a bool tensor of "
+                        f"shape [N] on the image's device, but got {type(apply).__name__}")
     # Any channel count will do for an image of the wrong rank: the op reports that.
     channels = image.shape[-3] if image.dim() >= 3 else 1
     return torch.ops.gpuaug.color_transform(
         image,
-        _as_tensor(color, channels),
-        _as_tensor(brightness),
-        _as_tensor(contrast),
-        _as_tensor(gamma),
+        _as_tensor("color", color, channels),
+        _as_tensor("brightness", brightness),
+        _as_tensor("contrast", contrast),
+        _as_tensor("gamma", gamma),
         apply=apply,
         dtype=dtype,
         mean=None if mean is None else [float(m) for m in mean],

@@ -78,6 +78,9 @@ class ColorAugment(nn.Module):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"ColorAugment: expected 0 <= p <= 1, got {p}")
         self.p = float(p)
+        if (mean is None) != (std is None):
+            raise ValueError("ColorAugment: 'mean' and 'std' normalise together: pass both or "
+                             "neither")
         self.generator = generator
         self.dtype = dtype
         self.mean = None if mean is None else [float(m) for m in mean]

@@ -198,13 +198,14 @@ def test_fused_dtype_and_normalization(channels_last, in_dtype, out_dtype, norma
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_mean_or_std_alone(device):
+def test_mean_and_std_go_together(device):
     x = make_image((2, 3, 4, 4), torch.uint8, device, seed=6)
     p = make_params(2, 3, device, per_sample=False, seed=7)
-    out = op(x, **p, dtype=torch.float32, mean=MEAN)
-    assert_matches(out, reference(x, **p, mean=MEAN), torch.float32)
-    out = op(x, **p, dtype=torch.float32, std=STD)
-    assert_matches(out, reference(x, **p, std=STD), torch.float32, 1 / min(STD))
+    for given, alone in (({"mean": MEAN}, "mean"), ({"std": STD}, "std")):
+        with pytest.raises(RuntimeError, match=re.escape(
+                "'mean' and 'std' normalise together: pass both or neither, but got only "
+                f"'{alone}'")):
+            op(x, **p, dtype=torch.float32, **given)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -251,12 +252,14 @@ def test_uint8_with_parameters_of_any_sign(channels_last, out_dtype, device):
     # leaves float32's range, and a contrast of 1e30); the others (a zero or negative colour,
     # gamma 0 or negative) by the formula itself. pow(0, gamma < 0) is inf, so the output
     # saturates there: plain torch.pow.
+    # A gamma on the CPU is checked instead (test_gamma_on_the_cpu_must_be_positive).
     x = make_image((9, 3, 4, 16), torch.uint8, device, seed=18, channels_last=channels_last)
     p = make_params(9, 3, device, seed=19)
     p["color"][1, 0] = 0.0
     p["color"][2] = torch.tensor([1.4, 1.3, -0.05])
-    p["gamma"][3] = 0.0
-    p["gamma"][4] = -0.5
+    if device != "cpu":
+        p["gamma"][3] = 0.0
+        p["gamma"][4] = -0.5
     p["gamma"][5] = 40.0
     p["color"][6, 1], p["gamma"][6] = 1e-20, 3.0
     p["color"][7, 2], p["gamma"][7] = 1e20, 3.0
@@ -356,8 +359,8 @@ def test_grads_match_reference(size, per_sample, channels_last, dim, device):
         x = interleaved(x.detach()).requires_grad_()
     apply = torch.tensor([True, False, True], device=device)[:samples(x)]
     grad = torch.randn(x.shape, dtype=torch.float64).to(device)
-    got = torch.autograd.grad(op(x, **p, apply=apply, std=STD), [x, *p.values()], grad.float())
-    want = reference_grads(grad, x, p, apply=apply, std=STD)
+    got = torch.autograd.grad(op(x, **p, apply=apply, mean=MEAN, std=STD), [x, *p.values()], grad.float())
+    want = reference_grads(grad, x, p, apply=apply, mean=MEAN, std=STD)
     for g, w in zip(got, want):
         assert g.dtype == torch.float32 and g.device == w.device
         scale = max(1.0, w.abs().max().item())   # parameter gradients are sums over pixels
@@ -415,7 +418,7 @@ def test_backward_op(device):
     grad = torch.randn(x.shape, dtype=torch.float64).to(device)
     apply = torch.tensor([False, True], device=device)
     got = op_backward(grad, x, *p.values(), apply, STD)
-    for g, w in zip(got, reference_grads(grad, x, p, apply=apply, std=STD)):
+    for g, w in zip(got, reference_grads(grad, x, p, apply=apply, mean=MEAN, std=STD)):
         torch.testing.assert_close(g, w, atol=1e-10, rtol=1e-10)
 
 
@@ -660,6 +663,8 @@ def test_color_augment_bad_arguments():
         ColorAugment(contrast=(1.2, 0.8))
     with pytest.raises(ValueError, match=re.escape("'gamma' = (low, high) with 0 < low")):
         ColorAugment(gamma=(0.0, 2.0))
+    with pytest.raises(ValueError, match=re.escape("'mean' and 'std' normalise together")):
+        ColorAugment(mean=MEAN)
     with pytest.raises(ValueError, match=re.escape("expected 0 <= p <= 1, got 1.5")):
         ColorAugment(p=1.5)
     with pytest.raises(ValueError, match=re.escape("2 colour ranges for an image of 3 channels")):
@@ -716,14 +721,108 @@ def test_bad_inputs():
            torch.zeros(2, 3, 4, 4, dtype=torch.uint8), *p.values(), std=STD)
     raises("expected 'mean' of length 3 (one value per channel), but got 2", x, *p.values(),
            mean=[0.5, 0.5])
-    raises("'std' must not contain 0", x, *p.values(), std=[0.2, 0.0, 0.2])
+    raises("'std' must not contain 0", x, *p.values(), mean=MEAN, std=[0.2, 0.0, 0.2])
     raises("expected 'dtype' float32, float64, float16, bfloat16 or uint8, but got Int",
            x, *p.values(), dtype=torch.int32)
     image_u8 = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
-    raises("gradients need a floating image and output dtype, but got image Byte and output "
-           "Byte", image_u8, p["color"].requires_grad_(), *list(p.values())[1:])
-    raises("gradients need a floating image and output dtype, but got image Float and output "
-           "Byte", x.requires_grad_(), *p0.values(), dtype=torch.uint8)
+    raises("gradients need a floating image, but 'image' is Byte and 'color' require grad",
+           image_u8, p["color"].requires_grad_(), *list(p.values())[1:])
+    raises("a Byte output has no gradient, but 'image' require grad: ask for a floating 'dtype', "
+           "or compute it under torch.no_grad()", x.requires_grad_(), *p0.values(),
+           dtype=torch.uint8)
+    raises("a Byte output has no gradient, but 'image', 'gamma' require grad",
+           x, *list(p0.values())[:3], p0["gamma"].requires_grad_(), dtype=torch.uint8)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("bad", [0.0, -0.5, math.nan])
+def test_gamma_on_the_cpu_must_be_positive(bad, device):
+    # Shared (a Python float, or a 0-d CPU tensor beside any image) and per-sample on the CPU:
+    # checked on the host. The backward op checks too.
+    x = make_image((3, 3, 4, 4), torch.float32, device, seed=53)
+    p = make_params(3, 3, device, per_sample=False, seed=54)
+    message = re.escape(f"gpuaug::color_transform: expected 'gamma' > 0 (it is an exponent on "
+                        f"[0, 1]), but got {bad:g}")
+    with pytest.raises(RuntimeError, match=message):
+        color_transform(x, gamma=bad)
+    with pytest.raises(RuntimeError, match=message):
+        op(x, **{**p, "gamma": torch.tensor(bad)})
+    with pytest.raises(RuntimeError, match=message):
+        op_backward(torch.ones_like(x), x, *list(p.values())[:3], torch.tensor(bad), None, None)
+    if device == "cpu":
+        with pytest.raises(RuntimeError, match=message):
+            op(x, **{**make_params(3, 3, seed=55), "gamma": torch.tensor([1.0, bad, 2.0])})
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("out_dtype", [None, torch.uint8])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_non_finite_pixels(channels_last, out_dtype, dtype, device):
+    # A pixel with a NaN or infinite channel comes out as a black pixel would, in every channel,
+    # on every device, dtype and kernel path (48 pixels: the vectorised CUDA kernels for C = 3).
+    x = make_image((3, 3, 4, 12), dtype, "cpu", seed=56)
+    bad = [(0, 0, 1, 1, math.nan), (0, 2, 2, 5, math.inf), (1, 1, 0, 0, -math.inf),
+           (1, 0, 3, 11, math.nan)]
+    black = x.clone()
+    for n, c, h, w, value in bad:
+        x[n, c, h, w] = value
+        black[n, :, h, w] = 0
+    x, black = x.to(device), black.to(device)
+    if channels_last:
+        x = interleaved(x)
+    p = make_params(3, 3, device, seed=57)
+    out = op(x, **p, dtype=out_dtype)
+    out_dtype = out_dtype or dtype
+    assert_matches(out, reference(black, **p), out_dtype)
+    if out_dtype != torch.uint8:
+        assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_non_finite_pixel_gradients(device):
+    # The pixel's image gradient and its sample's colour gradient are NaN; everything else is
+    # the gradient of the image with that pixel black.
+    x = make_image((2, 3, 4, 12), torch.float64, "cpu", seed=58)
+    black = x.clone()
+    x[0, 1, 2, 3], black[0, :, 2, 3] = math.nan, 0
+    x, black = x.to(device).requires_grad_(), black.to(device)
+    p = {k: v.requires_grad_() for k, v in make_params(2, 3, device, dtype=torch.float64,
+                                                        seed=59).items()}
+    grad = torch.randn(x.shape, generator=torch.Generator().manual_seed(60),
+                       dtype=torch.float64).to(device)
+    got = dict(zip(["image", *p], torch.autograd.grad(op(x, **p), [x, *p.values()], grad)))
+    want = dict(zip(["image", *p], reference_grads(grad, black, p)))
+    assert got["image"][0, :, 2, 3].isnan().all() and got["color"][0].isnan().all()
+    got["image"][0, :, 2, 3] = want["image"][0, :, 2, 3]
+    got["color"][0] = want["color"][0]
+    for name in got:
+        torch.testing.assert_close(got[name], want[name], atol=1e-10, rtol=1e-10, msg=name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_image_on_a_255_scale_saturates(device):
+    # Floating images are read on [0, 1]: one on a 0-255 scale comes out white (documented).
+    x = make_image((2, 3, 4, 4), torch.float32, device, seed=61) * 254 + 1
+    out = color_transform(x)
+    assert_matches(out, reference(x, *(torch.tensor(v) for v in ([1.0] * 3, 0.0, 1.0, 1.0))),
+                   torch.float32)
+    assert (out == 1).all()
+
+
+def test_python_wrapper_type_errors():
+    x = torch.rand(2, 3, 4, 4)
+    with pytest.raises(TypeError, match=re.escape(
+            "gpuaug.color_transform: expected 'image' to be a torch.Tensor, but got list")):
+        color_transform([[[0.5]]])
+    with pytest.raises(TypeError, match=re.escape(
+            "gpuaug.color_transform: expected 'apply' to be None or a bool tensor of shape [N] "
+            "on the image's device, but got list")):
+        color_transform(x, apply=[True, False])
+    with pytest.raises(TypeError, match=re.escape(
+            "gpuaug.color_transform: expected 'color' to be a float, a sequence of floats or a "
+            "tensor, but got 'red'")):
+        color_transform(x, color="red")
 
 
 @requires_cuda

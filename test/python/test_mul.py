@@ -161,3 +161,14 @@ def test_mismatched_devices():
     with pytest.raises(RuntimeError, match=re.escape(
             "gpuaug::mul_backward: expected 'b' on the device of 'a' (cuda:0), but got cpu")):
         mul_backward(torch.ones(3, device="cuda"), torch.ones(3, device="cuda"), torch.ones(3))
+
+
+def test_python_wrapper_type_error():
+    # Not the dispatcher's schema dump: what was expected and what came.
+    import gpuaug
+    with pytest.raises(TypeError, match=re.escape(
+            "gpuaug.mul: expected 'a' to be a torch.Tensor, but got float")):
+        gpuaug.mul(2.0, torch.ones(3))
+    with pytest.raises(TypeError, match=re.escape(
+            "gpuaug.mul: expected 'b' to be a torch.Tensor, but got list")):
+        gpuaug.mul(torch.ones(3), [1.0, 2.0, 3.0])

@@ -94,3 +94,11 @@ def test_bad_inputs():
     with pytest.raises(RuntimeError, match=re.escape(
             "gpuaug::relu_backward: expected 'grad' to have the dtype of 'x' (Float), but got Double")):
         relu_backward(torch.ones(3, dtype=torch.float64), torch.ones(3))
+
+
+def test_python_wrapper_type_error():
+    # Not the dispatcher's schema dump: what was expected and what came.
+    import gpuaug
+    with pytest.raises(TypeError, match=re.escape(
+            "gpuaug.relu: expected 'x' to be a torch.Tensor, but got float")):
+        gpuaug.relu(1.0)

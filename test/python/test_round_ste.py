@@ -100,3 +100,11 @@ def test_bad_inputs():
         round_ste(torch.arange(4))
     with pytest.raises(RuntimeError, match=r"gpuaug::round_ste: .*'x'.* but got Byte"):
         round_ste(torch.arange(4, dtype=torch.uint8))
+
+
+def test_python_wrapper_type_error():
+    # Not the dispatcher's schema dump: what was expected and what came.
+    import gpuaug
+    with pytest.raises(TypeError, match=re.escape(
+            "gpuaug.round_ste: expected 'x' to be a torch.Tensor, but got float")):
+        gpuaug.round_ste(1.0)
