@@ -88,7 +88,7 @@ struct ScalarGrads {
 };
 
 // Backward of steps 2-6 for one channel: returns dL/du (u = y * scale), given dL/dout.
-// Clamps pass the gradient where their input lies in [0, 1] inclusive, like torch.clamp. At
+// Clamps pass the gradient where their input lies in [0, 1] inclusive (torch.clamp up to 2.14). At
 // z == 0 the pow's derivatives are those of torch's pow where finite (dz = dw for gamma == 1,
 // 0 for gamma > 1; dgamma = 0) and 0 where torch's are not (gamma < 1).
 template <typename P>

@@ -86,9 +86,10 @@ def color_transform(
 
     Gradients (floating image and output): for the image and for every parameter given as a
     tensor that requires grad, reduced to that parameter's shape. Clamps pass the gradient where
-    their input lies in [0, 1] inclusive; where ``y ** gamma`` has an infinite derivative (``y``
-    exactly 0, gamma < 1) the gradient is taken as 0, so gradients are always finite. The backward
-    is deterministic. Double backward is not supported.
+    their input lies in [0, 1], bounds included, whatever the PyTorch (torch.clamp did so up to
+    2.14; 2.15's passes none at the bounds). Where ``y ** gamma`` has an infinite derivative
+    (``y`` exactly 0, gamma < 1) the gradient is taken as 0, so gradients of finite images are
+    always finite. The backward is deterministic. Double backward is not supported.
     """
     if not isinstance(image, torch.Tensor):
         raise TypeError("gpuaug.color_transform: expected 'image' to be a torch.Tensor, but got "

@@ -80,6 +80,12 @@ def safe_pow(z, gamma):
     return torch.where(positive, powered, z * (gamma == 1))
 
 
+def clamp01(v):
+    """clamp(v, 0, 1) whose gradient passes where v lies in [0, 1], bounds included, as the op's
+    does (torch.clamp's own rule changed in PyTorch 2.15: it passes none at the bounds)."""
+    return torch.where((v >= 0) & (v <= 1), v, v.clamp(0, 1).detach())
+
+
 def reference(image, color, brightness, contrast, gamma, apply=None, mean=None, std=None,
               pow=safe_pow):
     """The formula in plain float64 torch (differentiable): values on [0, 1], any output dtype is
@@ -98,11 +104,11 @@ def reference(image, color, brightness, contrast, gamma, apply=None, mean=None, 
     s_in = x.sum(2, keepdim=True)
     y = x * param(color, per_channel=True)
     s_out = y.sum(2, keepdim=True)
-    y = torch.clamp(y * (s_in / (s_out + 0.01)), 0, 1)
+    y = clamp01(y * (s_in / (s_out + 0.01)))
     y = pow(y, param(gamma))
     y = y + param(brightness)
     y = 0.5 + (y - 0.5) * param(contrast)
-    out = torch.clamp(y, 0, 1)
+    out = clamp01(y)
     if apply is not None:
         out = torch.where(apply.reshape(-1, 1, 1, 1, 1), out, x)
     if mean is not None:
