@@ -73,15 +73,17 @@ if(GPUAUG_WITH_CUDA)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   set(CMAKE_CUDA_EXTENSIONS OFF)
   enable_language(CUDA)
-  # Torch's config turns TORCH_CUDA_ARCH_LIST into -gencode flags in CMAKE_CUDA_FLAGS (probing
-  # for a GPU when the list is unset) and turns CMake's CUDA_ARCHITECTURES off. The target's
-  # CUDA_ARCHITECTURES decide here: give Torch a valid list, keep our flags as they were.
+  # Torch's config turns TORCH_CUDA_ARCH_LIST into -gencode flags in CMAKE_CUDA_FLAGS and turns
+  # CMake's CUDA_ARCHITECTURES off. The target's CUDA_ARCHITECTURES decide here: keep our flags.
   set(GPUAUG_CUDA_ARCHITECTURES_USED "${_archs}")
   set(_cuda_flags "${CMAKE_CUDA_FLAGS}")
   unset(CMAKE_CUDA_ARCHITECTURES)
-  if(NOT TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
-    set(TORCH_CUDA_ARCH_LIST "8.0")
-  endif()
+endif()
+# A CUDA torch's config (CPU-only builds too) probes for a GPU by compiling and running a CUDA
+# program when TORCH_CUDA_ARCH_LIST is unset, which fails in a folder that had CUDA enabled
+# before: give it any valid list, unused by us.
+if(NOT TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  set(TORCH_CUDA_ARCH_LIST "8.0")
 endif()
 
 find_package(Torch REQUIRED)

@@ -6,6 +6,7 @@ are scikit-image's bundled samples (no download).
 """
 
 import argparse
+import os
 from typing import Optional
 
 import numpy as np
@@ -72,7 +73,7 @@ def run(device: Optional[torch.device] = None,
     (op, device, dtype, max abs error, ok)."""
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
     write_grid(path, device)
-    print(f"color_transform: wrote {path}")
+    print(f"color_transform: wrote {os.path.abspath(path)}")
     photos = load_photos(224).to(device)
     augment = ColorAugment(p=0.75, dtype=torch.float32, mean=MEAN, std=STD,
                            generator=torch.Generator(device).manual_seed(1))
