@@ -154,7 +154,7 @@ C10_HOST_DEVICE inline uint8_t store<uint8_t, double>(double v) {
 namespace gpuaug::color {
 
 // Per-pixel channel arrays: C > 0 is a channel count known at compile time (the arrays stay in
-// registers); C == 0 means `channels` at run time, up to kMaxChannels.
+// registers); C == 0 means `channels` at run time, up to kMaxChannels, which the op checks.
 constexpr int kMaxChannels = 32;
 template <int C>
 constexpr int kArray = C > 0 ? C : kMaxChannels;

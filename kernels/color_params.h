@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/color_math.h"
-#include "ops/color_transform.h"
+#include "kernels/color_transform.h"
 
 namespace gpuaug::color {
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ATen/TensorIterator.h>
+#include <ATen/core/Tensor.h>
 
 namespace gpuaug {
 
@@ -14,5 +15,9 @@ inline at::TensorIterator make_iterator(const at::Tensor& out, const at::Tensor&
                                         const at::Tensor& in1) {
   return at::TensorIteratorConfig().add_output(out).add_const_input(in0).add_const_input(in1).build();
 }
+
+// What an element-wise op's CPU and CUDA files register (kernels/loops.h): fills the iterator's
+// output from its inputs.
+using ElementwiseLoop = void (*)(at::TensorIteratorBase& iter);
 
 }  // namespace gpuaug

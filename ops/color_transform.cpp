@@ -1,14 +1,14 @@
-// gpuaug::color_transform: schema, C++ API, argument checks and Meta kernels.
+// gpuaug::color_transform: schema, C++ API, argument checks, Meta kernels and the bodies its CPU
+// and CUDA loops share.
 #include "ops/color_transform.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
-#include "ops/backward.h"
+#include "kernels/color_math.h"
 #include "ops/checks.h"
 
 namespace gpuaug {
@@ -19,7 +19,7 @@ TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
       "Tensor gamma, *, Tensor? apply=None, ScalarType? dtype=None, float[]? mean=None, "
       "float[]? std=None) -> Tensor");
   m.def(
-      "color_transform_backward(Tensor grad, Tensor image, Tensor color, Tensor brightness, "
+      "_color_transform_backward(Tensor grad, Tensor image, Tensor color, Tensor brightness, "
       "Tensor contrast, Tensor gamma, Tensor? apply, float[]? std) "
       "-> (Tensor, Tensor, Tensor, Tensor, Tensor)");
 }
@@ -47,7 +47,7 @@ ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& im
                                     std::optional<c10::ArrayRef<double>> stddev) {
   static const auto op =
       c10::Dispatcher::singleton()
-          .findSchemaOrThrow("gpuaug::color_transform_backward", "")
+          .findSchemaOrThrow("gpuaug::_color_transform_backward", "")
           .typed<ColorGrads(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                             const at::Tensor&, const at::Tensor&, const at::Tensor&,
                             const std::optional<at::Tensor>&,
@@ -66,32 +66,6 @@ bool is_image_dtype(at::ScalarType t) {
 
 bool is_floating_dtype(at::ScalarType t) { return is_image_dtype(t) && t != at::kByte; }
 
-// The strides of an image whose channels are adjacent in memory: [..., H, W, C] order.
-c10::SymDimVector interleaved_strides(const at::Tensor& image) {
-  const auto sizes = image.sym_sizes();
-  const int64_t dim = image.dim();
-  c10::SymDimVector strides(dim);
-  strides[dim - 3] = 1;
-  strides[dim - 1] = sizes[dim - 3];
-  strides[dim - 2] = sizes[dim - 1] * sizes[dim - 3];
-  c10::SymInt next = strides[dim - 2] * sizes[dim - 2];
-  for (int64_t d = dim - 4; d >= 0; --d) {
-    strides[d] = next;
-    next = next * sizes[d];
-  }
-  return strides;
-}
-
-bool is_interleaved(const at::Tensor& image) {
-  const auto expected = interleaved_strides(image);
-  for (int64_t d = 0; d < image.dim(); ++d) {
-    if (image.sym_size(d) != 1 && image.sym_stride(d) != expected[d]) return false;
-  }
-  return true;
-}
-
-bool is_planar(const at::Tensor& image) { return image.is_contiguous(); }
-
 c10::SymInt sample_count(const at::Tensor& image) {
   return image.dim() == 3 ? c10::SymInt(1) : image.sym_size(0);
 }
@@ -104,8 +78,8 @@ void check_image(const at::Tensor& image) {
               ": expected 'image' of dtype float32, float64, float16, bfloat16 or uint8, but got ",
               image.scalar_type());
   const auto channels = image.sym_size(image.dim() - 3);
-  TORCH_CHECK(channels >= 1 && channels <= kColorMaxChannels, kOp,
-              ": expected 'image' to have 1 to ", std::to_string(kColorMaxChannels),
+  TORCH_CHECK(channels >= 1 && channels <= color::kMaxChannels, kOp,
+              ": expected 'image' to have 1 to ", std::to_string(color::kMaxChannels),
               " channels (dimension ", std::to_string(image.dim() - 3), "), but got ",
               size_str(channels));
 }
@@ -188,8 +162,8 @@ void check_normalization(const at::Tensor& image, at::ScalarType out_dtype,
 // Planar and interleaved images keep their layout; any other strides become planar.
 at::Tensor empty_image_like(const at::Tensor& image, at::ScalarType dtype) {
   const auto options = image.options().dtype(dtype);
-  if (!is_planar(image) && is_interleaved(image)) {
-    return at::empty_strided_symint(image.sym_sizes(), interleaved_strides(image), options);
+  if (!color_is_planar(image) && color_is_interleaved(image)) {
+    return at::empty_strided_symint(image.sym_sizes(), color_interleaved_strides(image), options);
   }
   return at::empty_symint(image.sym_sizes(), options);
 }
@@ -223,8 +197,8 @@ ColorGrads color_transform_backward_meta(const at::Tensor& grad, const at::Tenso
               ": gradients need a floating 'image', but got ", image.scalar_type());
   TORCH_CHECK(is_floating_dtype(grad.scalar_type()), kOp,
               ": gradients need a floating output dtype, but got ", grad.scalar_type());
-  TORCH_CHECK(grad.sym_sizes() == image.sym_sizes() && grad.device() == image.device(), kOp,
-              "_backward: expected 'grad' of shape ", shape_str(image.sym_sizes()), " on ",
+  TORCH_CHECK(grad.sym_sizes() == image.sym_sizes() && grad.device() == image.device(),
+              "gpuaug::_color_transform_backward: expected 'grad' of shape ", shape_str(image.sym_sizes()), " on ",
               image.device(), ", but got ", shape_str(grad.sym_sizes()), " on ", grad.device());
   check_normalization(image, grad.scalar_type(), std::nullopt, stddev);
   auto param_grad = [&](const at::Tensor& p) {
@@ -234,49 +208,47 @@ ColorGrads color_transform_backward_meta(const at::Tensor& grad, const at::Tenso
           param_grad(contrast), param_grad(gamma)};
 }
 
-ColorGeometry color_geometry(const at::Tensor& image) {
-  const int64_t dim = image.dim();
-  return {dim == 3 ? 1 : image.size(0), dim == 5 ? image.size(1) : 1, image.size(dim - 3),
-          image.size(dim - 2) * image.size(dim - 1), !is_planar(image) && is_interleaved(image)};
+namespace {
+
+at::Tensor color_transform_kernel(const at::Tensor& image, const at::Tensor& color,
+                                  const at::Tensor& brightness, const at::Tensor& contrast,
+                                  const at::Tensor& gamma, const std::optional<at::Tensor>& apply,
+                                  std::optional<at::ScalarType> dtype,
+                                  std::optional<c10::ArrayRef<double>> mean,
+                                  std::optional<c10::ArrayRef<double>> stddev) {
+  at::Tensor out = color_transform_meta(image, color, brightness, contrast, gamma, apply, dtype,
+                                        mean, stddev);
+  if (out.numel() == 0) return out;
+  color_transform_loops.on(kOp, image.device().type())(out, image, color, brightness, contrast,
+                                                       gamma, apply, mean, stddev);
+  return out;
 }
 
-at::Tensor color_dense_image(const at::Tensor& image) {
-  return is_planar(image) || is_interleaved(image) ? image : image.contiguous();
+ColorGrads color_transform_backward_kernel(const at::Tensor& grad, const at::Tensor& image,
+                                           const at::Tensor& color, const at::Tensor& brightness,
+                                           const at::Tensor& contrast, const at::Tensor& gamma,
+                                           const std::optional<at::Tensor>& apply,
+                                           std::optional<c10::ArrayRef<double>> stddev) {
+  ColorGrads grads = color_transform_backward_meta(grad, image, color, brightness, contrast, gamma,
+                                                   apply, stddev);
+  color_transform_backward_loops.on("gpuaug::_color_transform_backward", image.device().type())(
+      grads, grad, image, color, brightness, contrast, gamma, apply, stddev);
+  return grads;
 }
 
-at::Tensor color_grad_in_layout(const at::Tensor& grad, const at::Tensor& like) {
-  if (grad.strides() == like.strides()) return grad;
-  return at::empty_like(like, like.options().dtype(grad.scalar_type())).copy_(grad);
+void register_kernels(torch::Library& m) {
+  m.impl("color_transform", &color_transform_kernel);
+  m.impl("_color_transform_backward", &color_transform_backward_kernel);
 }
 
-at::Tensor color_param(const at::Tensor& param, at::ScalarType compute_dtype) {
-  // The common case, already right, skips two dispatcher round trips.
-  if (param.scalar_type() == compute_dtype && param.is_contiguous()) return param;
-  return param.to(compute_dtype).contiguous();
-}
+}  // namespace
 
-at::ScalarType color_compute_dtype(const at::Tensor& image) {
-  return image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-}
-
-void color_reduce_param_grads(const at::Tensor& partial_sums, const ColorGeometry& geometry,
-                              ColorGrads& grads) {
-  const int64_t c = geometry.channels;
-  // Fixed-order reductions (no atomics), so the gradients are bitwise reproducible.
-  const at::Tensor per_sample =
-      partial_sums.sum(1).view({geometry.samples, geometry.frames, c + 3}).sum(1);
-  auto fill = [](at::Tensor& out, const at::Tensor& per_sample_grad) {
-    out.copy_(out.dim() < per_sample_grad.dim() ? per_sample_grad.sum(0) : per_sample_grad);
-  };
-  fill(std::get<1>(grads), per_sample.narrow(1, 0, c));
-  fill(std::get<2>(grads), per_sample.select(1, c));
-  fill(std::get<3>(grads), per_sample.select(1, c + 1));
-  fill(std::get<4>(grads), per_sample.select(1, c + 2));
-}
+TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { register_kernels(m); }
+TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { register_kernels(m); }
 
 TORCH_LIBRARY_IMPL(gpuaug, Meta, m) {
   m.impl("color_transform", &color_transform_meta);
-  m.impl("color_transform_backward", &color_transform_backward_meta);
+  m.impl("_color_transform_backward", &color_transform_backward_meta);
 }
 
 }  // namespace gpuaug

@@ -1,27 +1,16 @@
-// What the color_transform kernels of every backend share: argument checks, the output's
-// allocation, and the image's geometry.
+// gpuaug::color_transform's Meta functions (every argument check and the outputs' allocation)
+// and the typed caller of its backward op.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/ArrayRef.h>
+
 #include <optional>
-#include <tuple>
+
+#include "kernels/color_transform.h"
 
 namespace gpuaug {
 
-// Channels passed by value to the kernels (mean, std, CPU-resident colour) are at most this many.
-constexpr int64_t kColorMaxChannels = 32;
-
-struct ColorGeometry {
-  int64_t samples;   // N: parameters are per sample (1 for a [C, H, W] image)
-  int64_t frames;    // T: frames of a sample share its parameters (1 unless [N, T, C, H, W])
-  int64_t channels;  // C
-  int64_t pixels;    // H * W
-  bool interleaved;  // channels adjacent in memory (channels_last), else planes (contiguous)
-};
-
-// Checks every argument and allocates the output: the Meta kernel, and the first step of the CPU
-// and CUDA kernels.
 at::Tensor color_transform_meta(const at::Tensor& image, const at::Tensor& color,
                                 const at::Tensor& brightness, const at::Tensor& contrast,
                                 const at::Tensor& gamma, const std::optional<at::Tensor>& apply,
@@ -29,36 +18,18 @@ at::Tensor color_transform_meta(const at::Tensor& image, const at::Tensor& color
                                 std::optional<c10::ArrayRef<double>> mean,
                                 std::optional<c10::ArrayRef<double>> stddev);
 
-using ColorGrads = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
-
-// Gradients for image, color, brightness, contrast and gamma, each of its input's shape and
-// dtype, all on the image's device.
 ColorGrads color_transform_backward_meta(const at::Tensor& grad, const at::Tensor& image,
                                          const at::Tensor& color, const at::Tensor& brightness,
                                          const at::Tensor& contrast, const at::Tensor& gamma,
                                          const std::optional<at::Tensor>& apply,
                                          std::optional<c10::ArrayRef<double>> stddev);
 
-// The geometry of a (checked) image whose layout is planar or interleaved.
-ColorGeometry color_geometry(const at::Tensor& image);
-
-// The image itself when it is planar or interleaved, else a contiguous copy.
-at::Tensor color_dense_image(const at::Tensor& image);
-
-// grad in the layout of the image gradient `like` (which the kernels walk in step with the
-// image), copied only when its strides differ.
-at::Tensor color_grad_in_layout(const at::Tensor& grad, const at::Tensor& like);
-
-// Parameters flattened for the kernels, in the compute dtype, on their own device: color as
-// [C] or [N, C], the others as [] or [N].
-at::Tensor color_param(const at::Tensor& param, at::ScalarType compute_dtype);
-
-// The dtype the per-pixel arithmetic runs in: double for float64 images, else float.
-at::ScalarType color_compute_dtype(const at::Tensor& image);
-
-// Turns per-block sums of the parameter gradients, [N * T, blocks, C + 3] laid out as (color...,
-// brightness, contrast, gamma), into the parameter gradients of `grads` (which it fills).
-void color_reduce_param_grads(const at::Tensor& partial_sums, const ColorGeometry& geometry,
-                              ColorGrads& grads);
+// Calls gpuaug::_color_transform_backward: the gradients of image, color, brightness, contrast
+// and gamma.
+ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& image,
+                                    const at::Tensor& color, const at::Tensor& brightness,
+                                    const at::Tensor& contrast, const at::Tensor& gamma,
+                                    const std::optional<at::Tensor>& apply,
+                                    std::optional<c10::ArrayRef<double>> stddev);
 
 }  // namespace gpuaug

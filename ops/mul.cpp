@@ -1,18 +1,22 @@
-// gpuaug::mul: schema, C++ API and Meta kernels.
+// gpuaug::mul: schema, C++ API, Meta kernels and the bodies its CPU and CUDA loops share.
+#include "ops/mul.h"
+
+#include <ATen/ExpandUtils.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
-#include "ops/backward.h"
+#include "kernels/mul.h"
 #include "ops/checks.h"
-#include "ops/meta.h"
 
 namespace gpuaug {
 
+Loops<ElementwiseLoop> mul_loops;
+
 TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
   m.def("mul(Tensor a, Tensor b) -> Tensor");
-  m.def("mul_backward(Tensor grad, Tensor a, Tensor b) -> (Tensor, Tensor)");
+  m.def("_mul_backward(Tensor grad, Tensor a, Tensor b) -> (Tensor, Tensor)");
 }
 
 at::Tensor mul(const at::Tensor& a, const at::Tensor& b) {
@@ -26,7 +30,7 @@ std::tuple<at::Tensor, at::Tensor> mul_backward(const at::Tensor& grad, const at
                                                 const at::Tensor& b) {
   static const auto op =
       c10::Dispatcher::singleton()
-          .findSchemaOrThrow("gpuaug::mul_backward", "")
+          .findSchemaOrThrow("gpuaug::_mul_backward", "")
           .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
                                                     const at::Tensor&)>();
   return op.call(grad, a, b);
@@ -70,18 +74,60 @@ at::Tensor mul_meta(const at::Tensor& a, const at::Tensor& b) {
 
 std::tuple<at::Tensor, at::Tensor> mul_backward_meta(const at::Tensor& grad, const at::Tensor& a,
                                                      const at::Tensor& b) {
-  check_mul_args("gpuaug::mul_backward", a, b);
-  check_same_dtype_and_device("gpuaug::mul_backward", "a", a, "grad", grad);
-  const auto shape = broadcast_shape("gpuaug::mul_backward", a, b);
+  check_mul_args("gpuaug::_mul_backward", a, b);
+  check_same_dtype_and_device("gpuaug::_mul_backward", "a", a, "grad", grad);
+  const auto shape = broadcast_shape("gpuaug::_mul_backward", a, b);
   TORCH_CHECK(grad.sym_sizes() == c10::SymIntArrayRef(shape),
-              "gpuaug::mul_backward: expected 'grad' of the broadcast shape ", shape_str(shape),
+              "gpuaug::_mul_backward: expected 'grad' of the broadcast shape ", shape_str(shape),
               ", but got ", shape_str(grad.sym_sizes()));
   return {empty_dense_like(a), empty_dense_like(b)};
 }
 
+namespace {
+
+at::Tensor mul_kernel(const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor out = mul_meta(a, b);
+  auto iter = make_iterator(out, a, b);
+  mul_loops.on("gpuaug::mul", a.device().type())(iter);
+  return out;
+}
+
+// out = grad * other, summed over the dimensions along which out's input was broadcast.
+void product_summed_to(const at::Tensor& out, const at::Tensor& grad, const at::Tensor& other,
+                       ElementwiseLoop multiply) {
+  if (out.sizes() == grad.sizes()) {
+    auto iter = make_iterator(out, grad, other);
+    multiply(iter);
+    return;
+  }
+  at::Tensor full = at::empty(grad.sizes(), grad.options());
+  auto iter = make_iterator(full, grad, other);
+  multiply(iter);
+  out.copy_(at::sum_to(full, out.sizes()));
+}
+
+std::tuple<at::Tensor, at::Tensor> mul_backward_kernel(const at::Tensor& grad, const at::Tensor& a,
+                                                       const at::Tensor& b) {
+  auto [grad_a, grad_b] = mul_backward_meta(grad, a, b);
+  const ElementwiseLoop multiply = mul_loops.on("gpuaug::_mul_backward", a.device().type());
+  product_summed_to(grad_a, grad, b, multiply);
+  product_summed_to(grad_b, grad, a, multiply);
+  return {grad_a, grad_b};
+}
+
+void register_kernels(torch::Library& m) {
+  m.impl("mul", &mul_kernel);
+  m.impl("_mul_backward", &mul_backward_kernel);
+}
+
+}  // namespace
+
 TORCH_LIBRARY_IMPL(gpuaug, Meta, m) {
   m.impl("mul", &mul_meta);
-  m.impl("mul_backward", &mul_backward_meta);
+  m.impl("_mul_backward", &mul_backward_meta);
 }
+
+TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { register_kernels(m); }
+TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { register_kernels(m); }
 
 }  // namespace gpuaug

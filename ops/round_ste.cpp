@@ -1,20 +1,23 @@
-// gpuaug::round_ste: schema, C++ API and Meta kernel. Its backward, the straight-through
-// estimator, is the identity: a composite op returning an alias of the gradient, so it costs no
-// kernel and no copy and every backend and tracer handles it.
+// gpuaug::round_ste: schema, C++ API, Meta kernel and the body its CPU and CUDA loops share.
+// Its backward, the straight-through estimator, is the identity: a composite op returning an
+// alias of the gradient, so it costs no kernel and no copy and every backend and tracer handles it.
+#include "ops/round_ste.h"
+
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/alias.h>
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
-#include "ops/backward.h"
+#include "kernels/round_ste.h"
 #include "ops/checks.h"
-#include "ops/meta.h"
 
 namespace gpuaug {
 
+Loops<ElementwiseLoop> round_ste_loops;
+
 TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
   m.def("round_ste(Tensor x) -> Tensor");
-  m.def("round_ste_backward(Tensor(a) grad) -> Tensor(a)");
+  m.def("_round_ste_backward(Tensor(a) grad) -> Tensor(a)");
 }
 
 at::Tensor round_ste(const at::Tensor& x) {
@@ -26,7 +29,7 @@ at::Tensor round_ste(const at::Tensor& x) {
 
 at::Tensor round_ste_backward(const at::Tensor& grad) {
   static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("gpuaug::round_ste_backward", "")
+                             .findSchemaOrThrow("gpuaug::_round_ste_backward", "")
                              .typed<at::Tensor(const at::Tensor&)>();
   return op.call(grad);
 }
@@ -36,10 +39,23 @@ at::Tensor round_ste_meta(const at::Tensor& x) {
   return empty_dense_like(x);
 }
 
+namespace {
+
+at::Tensor round_ste_kernel(const at::Tensor& x) {
+  at::Tensor out = round_ste_meta(x);
+  auto iter = make_iterator(out, x);
+  round_ste_loops.on("gpuaug::round_ste", x.device().type())(iter);
+  return out;
+}
+
+}  // namespace
+
 TORCH_LIBRARY_IMPL(gpuaug, Meta, m) { m.impl("round_ste", &round_ste_meta); }
+TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { m.impl("round_ste", &round_ste_kernel); }
+TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { m.impl("round_ste", &round_ste_kernel); }
 
 TORCH_LIBRARY_IMPL(gpuaug, CompositeImplicitAutograd, m) {
-  m.impl("round_ste_backward", [](const at::Tensor& grad) { return at::alias(grad); });
+  m.impl("_round_ste_backward", [](const at::Tensor& grad) { return at::alias(grad); });
 }
 
 }  // namespace gpuaug

@@ -1,10 +1,10 @@
+// gpuaug::color_transform's CPU loops; ops/color_transform.cpp checks, allocates and calls them.
 #include <ATen/Parallel.h>
 #include <ATen/ops/zeros.h>
-#include <torch/library.h>
 
 #include "kernels/color_math.h"
 #include "kernels/color_params.h"
-#include "ops/color_transform.h"
+#include "kernels/color_transform.h"
 
 namespace gpuaug::cpu {
 namespace {
@@ -97,15 +97,11 @@ void backward_kernel(const in_t* in, const g_t* grad, in_t* grad_in, P* partial_
   });
 }
 
-at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
-                           const at::Tensor& brightness, const at::Tensor& contrast,
-                           const at::Tensor& gamma, const std::optional<at::Tensor>& apply,
-                           std::optional<at::ScalarType> dtype,
-                           std::optional<c10::ArrayRef<double>> mean,
-                           std::optional<c10::ArrayRef<double>> stddev) {
-  at::Tensor out = color_transform_meta(image, color, brightness, contrast, gamma, apply, dtype,
-                                        mean, stddev);
-  if (out.numel() == 0) return out;
+void color_transform(const at::Tensor& out, const at::Tensor& image, const at::Tensor& color,
+                     const at::Tensor& brightness, const at::Tensor& contrast,
+                     const at::Tensor& gamma, const std::optional<at::Tensor>& apply,
+                     std::optional<c10::ArrayRef<double>> mean,
+                     std::optional<c10::ArrayRef<double>> stddev) {
   const at::Tensor in = color_dense_image(image);
   const Walk walk(color_geometry(in));
   dispatch_dtypes<true>(in.scalar_type(), out.scalar_type(), [&](auto in_tag, auto out_tag) {
@@ -121,16 +117,13 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
       forward_kernel<0>(src, dst, walk, params.params);
     }
   });
-  return out;
 }
 
-ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& image,
-                                    const at::Tensor& color, const at::Tensor& brightness,
-                                    const at::Tensor& contrast, const at::Tensor& gamma,
-                                    const std::optional<at::Tensor>& apply,
-                                    std::optional<c10::ArrayRef<double>> stddev) {
-  ColorGrads grads = color_transform_backward_meta(grad, image, color, brightness, contrast, gamma,
-                                                   apply, stddev);
+void color_transform_backward(ColorGrads& grads, const at::Tensor& grad, const at::Tensor& image,
+                              const at::Tensor& color, const at::Tensor& brightness,
+                              const at::Tensor& contrast, const at::Tensor& gamma,
+                              const std::optional<at::Tensor>& apply,
+                              std::optional<c10::ArrayRef<double>> stddev) {
   at::Tensor& grad_image = std::get<0>(grads);
   const at::Tensor in = color_dense_image(image);
   const at::Tensor grad_in = color_grad_in_layout(grad, grad_image);
@@ -159,14 +152,11 @@ ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& im
     });
   }
   color_reduce_param_grads(partial_sums, walk.g, grads);
-  return grads;
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(gpuaug, CPU, m) {
-  m.impl("color_transform", &color_transform);
-  m.impl("color_transform_backward", &color_transform_backward);
-}
+GPUAUG_REGISTER_LOOP(color_transform_loops, cpu, &color_transform);
+GPUAUG_REGISTER_LOOP(color_transform_backward_loops, cpu, &color_transform_backward);
 
 }  // namespace gpuaug::cpu

@@ -1,21 +1,11 @@
-#include <torch/library.h>
-
+// gpuaug::round_ste's CPU loop; ops/round_ste.cpp checks, allocates and calls it.
 #include "kernels/cpu/elementwise.h"
-#include "kernels/scalar_ops.h"
-#include "ops/meta.h"
+#include "kernels/round_ste.h"
 
 namespace gpuaug::cpu {
-namespace {
 
-at::Tensor round_ste(const at::Tensor& x) {
-  at::Tensor out = round_ste_meta(x);
-  auto iter = make_iterator(out, x);
+GPUAUG_REGISTER_LOOP(round_ste_loops, cpu, [](at::TensorIteratorBase& iter) {
   for_each_element<1>(iter, RoundHalfUpOp{});
-  return out;
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { m.impl("round_ste", &round_ste); }
+});
 
 }  // namespace gpuaug::cpu

@@ -10,10 +10,10 @@
 
 #include "kernels/color_params.h"
 #include "kernels/cuda/fast_divider.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace gpuaug::cuda::color {
 
-constexpr int kThreads = 256;
 constexpr int kChannels = 3;  // the vectorised path's channel count
 
 // Pixels per thread on the vectorised path: 16 bytes of the wider element type, so every access
@@ -157,8 +157,6 @@ struct PixelImage {
 };
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Grid: x spans the pixel groups of one image, y the images (looped past the grid's limit).
 inline dim3 image_grid(int64_t groups, int64_t images, int64_t max_x) {

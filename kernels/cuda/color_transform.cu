@@ -5,16 +5,15 @@
 // Everything else takes a per-pixel kernel.
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
 
 #include <algorithm>
 #include <limits>
 
+#include "kernels/color_transform.h"
 #include "kernels/cuda/color_common.cuh"
 #include "kernels/cuda/color_log_table.cuh"
 #include "kernels/cuda/overlapped_launch.cuh"
 #include "kernels/cuda/per_device.h"
-#include "ops/color_transform.h"
 
 namespace gpuaug::cuda::color {
 namespace {
@@ -287,15 +286,11 @@ forward_per_pixel(const in_t* __restrict__ in, out_t* __restrict__ out, int64_t 
   }
 }
 
-at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
-                           const at::Tensor& brightness, const at::Tensor& contrast,
-                           const at::Tensor& gamma, const std::optional<at::Tensor>& apply,
-                           std::optional<at::ScalarType> dtype,
-                           std::optional<c10::ArrayRef<double>> mean,
-                           std::optional<c10::ArrayRef<double>> stddev) {
-  at::Tensor out = color_transform_meta(image, color, brightness, contrast, gamma, apply, dtype,
-                                        mean, stddev);
-  if (out.numel() == 0) return out;
+void color_transform(const at::Tensor& out, const at::Tensor& image, const at::Tensor& color,
+                     const at::Tensor& brightness, const at::Tensor& contrast,
+                     const at::Tensor& gamma, const std::optional<at::Tensor>& apply,
+                     std::optional<c10::ArrayRef<double>> mean,
+                     std::optional<c10::ArrayRef<double>> stddev) {
   const c10::cuda::CUDAGuard device_guard(image.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const at::Tensor in = color_dense_image(image);
@@ -328,12 +323,10 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  return out;
 }
 
 }  // namespace
-}  // namespace gpuaug::cuda::color
 
-TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) {
-  m.impl("color_transform", &gpuaug::cuda::color::color_transform);
-}
+GPUAUG_REGISTER_LOOP(color_transform_loops, cuda, &color_transform);
+
+}  // namespace gpuaug::cuda::color

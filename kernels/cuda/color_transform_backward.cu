@@ -4,10 +4,9 @@
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
 
+#include "kernels/color_transform.h"
 #include "kernels/cuda/color_common.cuh"
-#include "ops/color_transform.h"
 
 namespace gpuaug::cuda::color {
 namespace {
@@ -230,13 +229,11 @@ void finish_param_grads(const at::Tensor& partial_sums, const ColorGeometry& g,
   }
 }
 
-ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& image,
-                                    const at::Tensor& color, const at::Tensor& brightness,
-                                    const at::Tensor& contrast, const at::Tensor& gamma,
-                                    const std::optional<at::Tensor>& apply,
-                                    std::optional<c10::ArrayRef<double>> stddev) {
-  ColorGrads grads = color_transform_backward_meta(grad, image, color, brightness, contrast, gamma,
-                                                   apply, stddev);
+void color_transform_backward(ColorGrads& grads, const at::Tensor& grad, const at::Tensor& image,
+                              const at::Tensor& color, const at::Tensor& brightness,
+                              const at::Tensor& contrast, const at::Tensor& gamma,
+                              const std::optional<at::Tensor>& apply,
+                              std::optional<c10::ArrayRef<double>> stddev) {
   const c10::cuda::CUDAGuard device_guard(image.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   at::Tensor& grad_image = std::get<0>(grads);
@@ -283,12 +280,10 @@ ColorGrads color_transform_backward(const at::Tensor& grad, const at::Tensor& im
   } else {
     finish_param_grads<float>(partial_sums, g, grads, stream);
   }
-  return grads;
 }
 
 }  // namespace
-}  // namespace gpuaug::cuda::color
 
-TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) {
-  m.impl("color_transform_backward", &gpuaug::cuda::color::color_transform_backward);
-}
+GPUAUG_REGISTER_LOOP(color_transform_backward_loops, cuda, &color_transform_backward);
+
+}  // namespace gpuaug::cuda::color

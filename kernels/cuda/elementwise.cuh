@@ -1,6 +1,7 @@
 // Runs a per-element functor over a TensorIterator on the GPU. Contiguous operands whose pointers
 // are 16-byte aligned take 16-byte loads and stores, several in flight per thread; everything
-// else (broadcasts, gaps, odd alignment) takes a strided path. Indices are 64-bit throughout.
+// else (broadcasts, gaps, odd alignment) takes a strided path: 32-bit offsets where the operands
+// allow, 64-bit otherwise.
 #pragma once
 
 #include <ATen/Dispatch.h>
@@ -13,11 +14,11 @@
 #include <cstdint>
 
 #include "kernels/cuda/fast_divider.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/iterator.h"
 
 namespace gpuaug::cuda {
 
-constexpr int kThreads = 256;
 constexpr int kVectorsPerThread = 4;  // independent 16-byte loads in flight per thread
 constexpr int kMaxDims = 25;          // TensorIterator's own limit
 
@@ -159,8 +160,6 @@ strided_kernel32(uint32_t n, char* out, Inputs<NumInputs> in,
     *reinterpret_cast<T*>(out + out_offset[u]) = static_cast<T>(apply(op, args[u]));
   }
 }
-
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // iter has one output followed by NumInputs inputs, all of dtype T, on one CUDA device.
 template <typename T, int NumInputs, typename Op>

@@ -1,21 +1,11 @@
-#include <torch/library.h>
-
+// gpuaug::round_ste's CUDA loop; ops/round_ste.cpp checks, allocates and calls it.
 #include "kernels/cuda/elementwise.cuh"
-#include "kernels/scalar_ops.h"
-#include "ops/meta.h"
+#include "kernels/round_ste.h"
 
 namespace gpuaug::cuda {
-namespace {
 
-at::Tensor round_ste(const at::Tensor& x) {
-  at::Tensor out = round_ste_meta(x);
-  auto iter = make_iterator(out, x);
+GPUAUG_REGISTER_LOOP(round_ste_loops, cuda, [](at::TensorIteratorBase& iter) {
   for_each_element<1>(iter, RoundHalfUpOp{});
-  return out;
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { m.impl("round_ste", &round_ste); }
+});
 
 }  // namespace gpuaug::cuda

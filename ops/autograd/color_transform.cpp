@@ -5,7 +5,7 @@
 #include <string>
 
 #include "gpuaug/ops.h"
-#include "ops/backward.h"
+#include "ops/color_transform.h"
 
 namespace gpuaug {
 namespace {
@@ -120,7 +120,7 @@ color_transform_backward_autograd(const at::Tensor& grad, const at::Tensor& imag
 
 TORCH_LIBRARY_IMPL(gpuaug, Autograd, m) {
   m.impl("color_transform", &color_transform_autograd);
-  m.impl("color_transform_backward", &color_transform_backward_autograd);
+  m.impl("_color_transform_backward", &color_transform_backward_autograd);
 }
 
 }  // namespace gpuaug

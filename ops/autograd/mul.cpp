@@ -4,7 +4,7 @@
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
-#include "ops/backward.h"
+#include "ops/mul.h"
 
 namespace gpuaug {
 namespace {
@@ -71,7 +71,7 @@ std::tuple<at::Tensor, at::Tensor> mul_backward_autograd(const at::Tensor& grad,
 
 TORCH_LIBRARY_IMPL(gpuaug, Autograd, m) {
   m.impl("mul", &mul_autograd);
-  m.impl("mul_backward", &mul_backward_autograd);
+  m.impl("_mul_backward", &mul_backward_autograd);
 }
 
 }  // namespace gpuaug

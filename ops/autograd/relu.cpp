@@ -3,7 +3,7 @@
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
-#include "ops/backward.h"
+#include "ops/relu.h"
 
 namespace gpuaug {
 namespace {
@@ -50,7 +50,7 @@ at::Tensor relu_backward_autograd(const at::Tensor& grad, const at::Tensor& x) {
 
 TORCH_LIBRARY_IMPL(gpuaug, Autograd, m) {
   m.impl("relu", &relu_autograd);
-  m.impl("relu_backward", &relu_backward_autograd);
+  m.impl("_relu_backward", &relu_backward_autograd);
 }
 
 }  // namespace gpuaug

@@ -3,7 +3,7 @@
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
-#include "ops/backward.h"
+#include "ops/round_ste.h"
 
 namespace gpuaug {
 namespace {

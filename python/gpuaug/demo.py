@@ -6,7 +6,11 @@ import sys
 import torch
 
 import gpuaug
-from gpuaug import demo_color
+
+try:
+    from gpuaug import demo_color
+except ImportError as missing:  # the photographs and the PNG need what a plain install lacks
+    sys.exit(f"python -m gpuaug.demo needs {missing.name}: pip install numpy pillow scikit-image")
 
 DTYPES = (torch.float32, torch.bfloat16)
 # Relative to the largest reference value: the ops round like PyTorch, but gradients summed over

@@ -10,6 +10,7 @@ import os
 from typing import Optional
 
 import numpy as np
+import skimage.data
 import torch
 from PIL import Image
 
@@ -21,8 +22,6 @@ MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 def load_photos(size: int) -> torch.Tensor:
     """The photographs, centre-cropped square and resized: uint8 [N, 3, size, size]."""
-    import skimage.data
-
     tiles = []
     for name in PHOTOS:
         image = Image.fromarray(getattr(skimage.data, name)())

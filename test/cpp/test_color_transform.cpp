@@ -77,10 +77,10 @@ TEST(ColorTransform, SchemasAreRegistered) {
             "gpuaug::color_transform(Tensor image, Tensor color, Tensor brightness, "
             "Tensor contrast, Tensor gamma, *, Tensor? apply=None, ScalarType? dtype=None, "
             "float[]? mean=None, float[]? std=None) -> Tensor");
-  const auto backward = dispatcher.findSchema({"gpuaug::color_transform_backward", ""});
+  const auto backward = dispatcher.findSchema({"gpuaug::_color_transform_backward", ""});
   ASSERT_TRUE(backward.has_value());
   EXPECT_EQ(c10::toString(backward->schema()),
-            "gpuaug::color_transform_backward(Tensor grad, Tensor image, Tensor color, "
+            "gpuaug::_color_transform_backward(Tensor grad, Tensor image, Tensor color, "
             "Tensor brightness, Tensor contrast, Tensor gamma, Tensor? apply, float[]? std) -> "
             "(Tensor, Tensor, Tensor, Tensor, Tensor)");
   EXPECT_TRUE(forward->hasKernelForDispatchKey(c10::DispatchKey::CPU));

@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 // The backward operators are not in the public header: call them by name, as autograd does.
 at::Tensor relu_backward(const at::Tensor& grad, const at::Tensor& x) {
   static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("gpuaug::relu_backward", "")
+                             .findSchemaOrThrow("gpuaug::_relu_backward", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
   return op.call(grad, x);
 }
@@ -35,7 +35,7 @@ at::Tensor relu_backward(const at::Tensor& grad, const at::Tensor& x) {
 std::tuple<at::Tensor, at::Tensor> mul_backward(const at::Tensor& grad, const at::Tensor& a,
                                                 const at::Tensor& b) {
   static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("gpuaug::mul_backward", "")
+                             .findSchemaOrThrow("gpuaug::_mul_backward", "")
                              .typed<std::tuple<at::Tensor, at::Tensor>(
                                  const at::Tensor&, const at::Tensor&, const at::Tensor&)>();
   return op.call(grad, a, b);
@@ -56,12 +56,12 @@ at::Tensor mul_reference(const at::Tensor& a, const at::Tensor& b) {
 TEST(Registration, Schemas) {
   const std::vector<std::pair<const char*, const char*>> expected = {
       {"gpuaug::relu", "gpuaug::relu(Tensor x) -> Tensor"},
-      {"gpuaug::relu_backward", "gpuaug::relu_backward(Tensor grad, Tensor x) -> Tensor"},
+      {"gpuaug::_relu_backward", "gpuaug::_relu_backward(Tensor grad, Tensor x) -> Tensor"},
       {"gpuaug::mul", "gpuaug::mul(Tensor a, Tensor b) -> Tensor"},
-      {"gpuaug::mul_backward",
-       "gpuaug::mul_backward(Tensor grad, Tensor a, Tensor b) -> (Tensor, Tensor)"},
+      {"gpuaug::_mul_backward",
+       "gpuaug::_mul_backward(Tensor grad, Tensor a, Tensor b) -> (Tensor, Tensor)"},
       {"gpuaug::round_ste", "gpuaug::round_ste(Tensor x) -> Tensor"},
-      {"gpuaug::round_ste_backward", "gpuaug::round_ste_backward(Tensor(a) grad) -> Tensor(a)"},
+      {"gpuaug::_round_ste_backward", "gpuaug::_round_ste_backward(Tensor(a) grad) -> Tensor(a)"},
   };
   for (const auto& [name, schema] : expected) {
     const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
@@ -72,8 +72,8 @@ TEST(Registration, Schemas) {
 }
 
 TEST(Registration, Kernels) {
-  for (const char* name : {"gpuaug::relu", "gpuaug::relu_backward", "gpuaug::mul",
-                           "gpuaug::mul_backward", "gpuaug::round_ste"}) {
+  for (const char* name : {"gpuaug::relu", "gpuaug::_relu_backward", "gpuaug::mul",
+                           "gpuaug::_mul_backward", "gpuaug::round_ste"}) {
     const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
     EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::CPU)) << name;
     EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::Meta)) << name;
@@ -82,7 +82,7 @@ TEST(Registration, Kernels) {
         << name;
   }
   const auto identity =
-      c10::Dispatcher::singleton().findSchemaOrThrow("gpuaug::round_ste_backward", "");
+      c10::Dispatcher::singleton().findSchemaOrThrow("gpuaug::_round_ste_backward", "");
   EXPECT_TRUE(identity.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd));
 }
 
@@ -290,10 +290,10 @@ TEST(Errors, Shapes) {
               HasSubstr("gpuaug::mul: shapes of 'a' [3] and 'b' [4] do not broadcast "
                         "(dimension 0: 3 vs 4)"));
   EXPECT_THAT(error_of([] { relu_backward(at::ones({4}), at::ones({3})); }),
-              HasSubstr("gpuaug::relu_backward: expected 'grad' to have the shape of 'x' [3], "
+              HasSubstr("gpuaug::_relu_backward: expected 'grad' to have the shape of 'x' [3], "
                         "but got [4]"));
   EXPECT_THAT(error_of([] { mul_backward(at::ones({4}), at::ones({3}), at::ones({3})); }),
-              HasSubstr("gpuaug::mul_backward: expected 'grad' of the broadcast shape [3], but got [4]"));
+              HasSubstr("gpuaug::_mul_backward: expected 'grad' of the broadcast shape [3], but got [4]"));
 }
 
 TEST(Errors, Devices) {
@@ -303,7 +303,7 @@ TEST(Errors, Devices) {
   EXPECT_THAT(error_of([] { gpuaug::mul(at::ones({3}), at::ones({3}, at::kCUDA)); }),
               HasSubstr("gpuaug::mul: expected 'b' on the device of 'a' (cpu), but got cuda:0"));
   EXPECT_THAT(error_of([] { relu_backward(at::ones({3}), at::ones({3}, at::kCUDA)); }),
-              HasSubstr("gpuaug::relu_backward: expected 'grad' on the device of 'x' (cuda:0), "
+              HasSubstr("gpuaug::_relu_backward: expected 'grad' on the device of 'x' (cuda:0), "
                         "but got cpu"));
 }
 

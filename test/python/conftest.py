@@ -2,9 +2,14 @@
 and makes the shared helpers in gpuaug_testing.py importable whatever pytest's import mode."""
 import os
 import sys
+import tempfile
 
-import pytest
-import torch
+# Inductor's on-disk caches key a compiled backward on the forward graph alone, so a graph
+# compiled against an earlier build of gpuaug would be replayed against this one: start empty.
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuaug-test-inductor-")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

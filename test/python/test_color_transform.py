@@ -14,7 +14,7 @@ from gpuaug.transforms import ColorAugment
 from gpuaug_testing import DEVICES, requires_cuda, requires_two_gpus
 
 op = torch.ops.gpuaug.color_transform
-op_backward = torch.ops.gpuaug.color_transform_backward
+op_backward = torch.ops.gpuaug._color_transform_backward
 
 IMAGE_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.uint8]
 NAMES = ("color", "brightness", "contrast", "gamma")

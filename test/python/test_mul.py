@@ -9,7 +9,7 @@ from gpuaug_testing import (DEVICES, DTYPES, assert_close, assert_exact, assert_
                             make_input, mul_ref, requires_cuda)
 
 mul = torch.ops.gpuaug.mul
-mul_backward = torch.ops.gpuaug.mul_backward
+mul_backward = torch.ops.gpuaug._mul_backward
 
 SHAPES = [
     ((7,), (7,)),
@@ -143,7 +143,7 @@ def test_bad_inputs():
             "gpuaug::mul: shapes of 'a' [2, 3] and 'b' [4, 1, 2] do not broadcast (dimension 2: 3 vs 2)")):
         mul(torch.ones(2, 3), torch.ones(4, 1, 2))
     with pytest.raises(RuntimeError, match=re.escape(
-            "gpuaug::mul_backward: expected 'grad' of the broadcast shape [3], but got [4]")):
+            "gpuaug::_mul_backward: expected 'grad' of the broadcast shape [3], but got [4]")):
         mul_backward(torch.ones(4), torch.ones(3), torch.ones(3))
 
 
@@ -159,7 +159,7 @@ def test_mismatched_devices():
     with pytest.raises(RuntimeError, match=re.escape("on the device of 'a' (cuda:0), but got cpu")):
         mul(torch.ones(3, device="cuda"), torch.tensor(2.0))
     with pytest.raises(RuntimeError, match=re.escape(
-            "gpuaug::mul_backward: expected 'b' on the device of 'a' (cuda:0), but got cpu")):
+            "gpuaug::_mul_backward: expected 'b' on the device of 'a' (cuda:0), but got cpu")):
         mul_backward(torch.ones(3, device="cuda"), torch.ones(3, device="cuda"), torch.ones(3))
 
 
@@ -172,3 +172,22 @@ def test_python_wrapper_type_error():
     with pytest.raises(TypeError, match=re.escape(
             "gpuaug.mul: expected 'b' to be a torch.Tensor, but got list")):
         gpuaug.mul(torch.ones(3), [1.0, 2.0, 3.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema and opcheck (schema, autograd registration, fake tensors and AOT dispatch).
+
+def test_schema():
+    assert str(mul.default._schema) == "gpuaug::mul(Tensor a, Tensor b) -> Tensor"
+    assert str(mul_backward.default._schema) == (
+        "gpuaug::_mul_backward(Tensor grad, Tensor a, Tensor b) -> (Tensor, Tensor)")
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device, requires_grad):
+    def t(shape, seed, dtype=torch.float32):
+        return make_input(shape, dtype, device, seed).requires_grad_(requires_grad)
+    torch.library.opcheck(mul.default, (t((3, 1), 5), t((1, 4), 6)))
+    torch.library.opcheck(mul.default, (t((4, 6), 7, torch.float64), t((), 8, torch.float64)))
+    torch.library.opcheck(mul_backward.default, (t((3, 4), 9), t((3, 1), 10), t((4,), 11)))

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 
@@ -27,6 +28,11 @@ def environment():
     # `python` and the tools pip installed (cmake, ninja) are this interpreter's.
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+    # libtorch_cuda needs the NCCL of torch's own wheel; a CUDA toolkit that carries an older one
+    # in its lib folder (the one on CI's machines does) would otherwise be linked against first.
+    nccl = pathlib.Path(torch.__file__).parent.parent / "nvidia" / "nccl" / "lib"
+    if nccl.is_dir():
+        env["LDFLAGS"] = f"-Wl,-rpath-link,{nccl}"
     return env
 
 

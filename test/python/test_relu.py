@@ -1,4 +1,4 @@
-"""gpuaug::relu and gpuaug::relu_backward: values, gradients, double backward, errors."""
+"""gpuaug::relu and gpuaug::_relu_backward: values, gradients, double backward, errors."""
 import math
 import re
 
@@ -9,7 +9,7 @@ from gpuaug_testing import (DEVICES, DTYPES, assert_exact, make_input, relu_grad
                             relu_ref)
 
 relu = torch.ops.gpuaug.relu
-relu_backward = torch.ops.gpuaug.relu_backward
+relu_backward = torch.ops.gpuaug._relu_backward
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -89,10 +89,10 @@ def test_bad_inputs():
     with pytest.raises(RuntimeError, match=r"gpuaug::relu: .*'x'.* but got ComplexFloat"):
         relu(torch.ones(4, dtype=torch.complex64))
     with pytest.raises(RuntimeError, match=re.escape(
-            "gpuaug::relu_backward: expected 'grad' to have the shape of 'x' [3], but got [4]")):
+            "gpuaug::_relu_backward: expected 'grad' to have the shape of 'x' [3], but got [4]")):
         relu_backward(torch.ones(4), torch.ones(3))
     with pytest.raises(RuntimeError, match=re.escape(
-            "gpuaug::relu_backward: expected 'grad' to have the dtype of 'x' (Float), but got Double")):
+            "gpuaug::_relu_backward: expected 'grad' to have the dtype of 'x' (Float), but got Double")):
         relu_backward(torch.ones(3, dtype=torch.float64), torch.ones(3))
 
 
@@ -102,3 +102,23 @@ def test_python_wrapper_type_error():
     with pytest.raises(TypeError, match=re.escape(
             "gpuaug.relu: expected 'x' to be a torch.Tensor, but got float")):
         gpuaug.relu(1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema and opcheck (schema, autograd registration, fake tensors and AOT dispatch).
+
+def test_schema():
+    assert str(relu.default._schema) == "gpuaug::relu(Tensor x) -> Tensor"
+    assert str(relu_backward.default._schema) == (
+        "gpuaug::_relu_backward(Tensor grad, Tensor x) -> Tensor")
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device, requires_grad):
+    def t(shape, seed):
+        return make_input(shape, torch.float32, device, seed).requires_grad_(requires_grad)
+    torch.library.opcheck(relu.default, (t((3, 5), 1),))
+    channels_last = t((2, 3, 4, 5), 2).detach().contiguous(memory_format=torch.channels_last)
+    torch.library.opcheck(relu.default, (channels_last.requires_grad_(requires_grad),))
+    torch.library.opcheck(relu_backward.default, (t((3, 5), 3), t((3, 5), 4)))

@@ -8,7 +8,7 @@ import torch
 from gpuaug_testing import DEVICES, DTYPES, assert_exact, make_input, round_ste_ref
 
 round_ste = torch.ops.gpuaug.round_ste
-round_ste_backward = torch.ops.gpuaug.round_ste_backward
+round_ste_backward = torch.ops.gpuaug._round_ste_backward
 
 # (input, expected) pairs; the inputs are the dtype's values nearest to these literals. The hard ones: values just below a
 # tie whose x + 0.5 rounds up in the dtype, and odd integers where x + 0.5 rounds to even.
@@ -108,3 +108,21 @@ def test_python_wrapper_type_error():
     with pytest.raises(TypeError, match=re.escape(
             "gpuaug.round_ste: expected 'x' to be a torch.Tensor, but got float")):
         gpuaug.round_ste(1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema and opcheck (schema, autograd registration, fake tensors and AOT dispatch).
+
+def test_schema():
+    assert str(round_ste.default._schema) == "gpuaug::round_ste(Tensor x) -> Tensor"
+    assert str(round_ste_backward.default._schema) == (
+        "gpuaug::_round_ste_backward(Tensor(a) grad) -> Tensor(a)")
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device, requires_grad):
+    def t(shape, seed, dtype=torch.float32):
+        return make_input(shape, dtype, device, seed).requires_grad_(requires_grad)
+    torch.library.opcheck(round_ste.default, (t((7,), 12, torch.float16),))
+    torch.library.opcheck(round_ste_backward.default, (t((3, 2), 13),))

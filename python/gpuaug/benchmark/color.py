@@ -66,7 +66,7 @@ def ours_u8_normalized(x, color, brightness, contrast, gamma):
 
 def backward_op(grad, x, color, brightness, contrast, gamma):
     """The registered backward op alone: what autograd launches, without the engine around it."""
-    return torch.ops.gpuaug.color_transform_backward(grad, x, color, brightness, contrast, gamma,
+    return torch.ops.gpuaug._color_transform_backward(grad, x, color, brightness, contrast, gamma,
                                                      None, None)
 
 
