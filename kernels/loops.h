@@ -1,6 +1,7 @@
 // One body per operator for every backend (ATen's dispatch-stub idea): the op's file in ops/
-// checks the arguments, allocates the output and builds the iterator; the op's CPU and CUDA files
-// only register the loop that fills it.
+// checks the arguments, allocates the output and builds the iterator, and registers that body for
+// CPU and (in a build with CUDA, GPUAUG_WITH_CUDA) for CUDA; the op's CPU and CUDA files only
+// register the loop that fills it.
 #pragma once
 
 #include <c10/core/DeviceType.h>

@@ -244,7 +244,9 @@ void register_kernels(torch::Library& m) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { register_kernels(m); }
+#ifdef GPUAUG_WITH_CUDA
 TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { register_kernels(m); }
+#endif
 
 TORCH_LIBRARY_IMPL(gpuaug, Meta, m) {
   m.impl("color_transform", &color_transform_meta);

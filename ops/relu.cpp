@@ -73,6 +73,8 @@ TORCH_LIBRARY_IMPL(gpuaug, Meta, m) {
 }
 
 TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { register_kernels(m); }
+#ifdef GPUAUG_WITH_CUDA
 TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { register_kernels(m); }
+#endif
 
 }  // namespace gpuaug

@@ -52,7 +52,9 @@ at::Tensor round_ste_kernel(const at::Tensor& x) {
 
 TORCH_LIBRARY_IMPL(gpuaug, Meta, m) { m.impl("round_ste", &round_ste_meta); }
 TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { m.impl("round_ste", &round_ste_kernel); }
+#ifdef GPUAUG_WITH_CUDA
 TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { m.impl("round_ste", &round_ste_kernel); }
+#endif
 
 TORCH_LIBRARY_IMPL(gpuaug, CompositeImplicitAutograd, m) {
   m.impl("_round_ste_backward", [](const at::Tensor& grad) { return at::alias(grad); });
