@@ -86,10 +86,7 @@ std::tuple<at::Tensor, at::Tensor> mul_backward_meta(const at::Tensor& grad, con
 namespace {
 
 at::Tensor mul_kernel(const at::Tensor& a, const at::Tensor& b) {
-  at::Tensor out = mul_meta(a, b);
-  auto iter = make_iterator(out, a, b);
-  mul_loops.on("gpuaug::mul", a.device().type())(iter);
-  return out;
+  return fill_elementwise("gpuaug::mul", mul_loops, mul_meta(a, b), a, b);
 }
 
 // out = grad * other, summed over the dimensions along which out's input was broadcast.

@@ -47,17 +47,12 @@ at::Tensor relu_backward_meta(const at::Tensor& grad, const at::Tensor& x) {
 namespace {
 
 at::Tensor relu_kernel(const at::Tensor& x) {
-  at::Tensor out = relu_meta(x);
-  auto iter = make_iterator(out, x);
-  relu_loops.on("gpuaug::relu", x.device().type())(iter);
-  return out;
+  return fill_elementwise("gpuaug::relu", relu_loops, relu_meta(x), x);
 }
 
 at::Tensor relu_backward_kernel(const at::Tensor& grad, const at::Tensor& x) {
-  at::Tensor out = relu_backward_meta(grad, x);
-  auto iter = make_iterator(out, grad, x);
-  relu_backward_loops.on("gpuaug::_relu_backward", x.device().type())(iter);
-  return out;
+  return fill_elementwise("gpuaug::_relu_backward", relu_backward_loops,
+                          relu_backward_meta(grad, x), grad, x);
 }
 
 void register_kernels(torch::Library& m) {

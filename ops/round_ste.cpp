@@ -42,10 +42,7 @@ at::Tensor round_ste_meta(const at::Tensor& x) {
 namespace {
 
 at::Tensor round_ste_kernel(const at::Tensor& x) {
-  at::Tensor out = round_ste_meta(x);
-  auto iter = make_iterator(out, x);
-  round_ste_loops.on("gpuaug::round_ste", x.device().type())(iter);
-  return out;
+  return fill_elementwise("gpuaug::round_ste", round_ste_loops, round_ste_meta(x), x);
 }
 
 }  // namespace
