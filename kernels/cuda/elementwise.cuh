@@ -22,11 +22,6 @@ namespace gpuaug::cuda {
 constexpr int kVectorsPerThread = 4;  // independent 16-byte loads in flight per thread
 constexpr int kMaxDims = 25;          // TensorIterator's own limit
 
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Vec {
-  T v[N];
-};
-
 template <int NumInputs>
 struct Inputs {
   const char* ptr[NumInputs];

@@ -16,8 +16,8 @@ except ImportError as e:  # the source tree, not an installed build
         "from the gpuaug source folder"
     ) from e
 
-__all__ = ["relu", "mul", "round_ste", "color_transform", "transforms", "library_path",
-           "cmake_prefix_path"]
+__all__ = ["relu", "mul", "round_ste", "lltm", "color_transform", "nn", "transforms",
+           "library_path", "cmake_prefix_path"]
 
 __version__: str = _build_info.version
 
@@ -54,7 +54,7 @@ def _check_torch() -> None:
 _check_torch()
 torch.ops.load_library(library_path)
 
-from . import transforms  # noqa: E402
+from . import nn, transforms  # noqa: E402
 from .color import color_transform  # noqa: E402
 
 
@@ -93,3 +93,25 @@ def round_ste(x: torch.Tensor) -> torch.Tensor:
         raise TypeError(
             f"gpuaug.round_ste: expected 'x' to be a torch.Tensor, but got {type(x).__name__}")
     return torch.ops.gpuaug.round_ste(x)
+
+
+def lltm(input: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor, old_h: torch.Tensor,
+         old_cell: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One step of the LLTM cell, fused; returns ``(new_h, new_cell)``::
+
+        gates = cat([old_h, input], 1) @ weights.T + bias     # [B, 3S]: i, o, c in that order
+        new_cell = old_cell + elu(c) * sigmoid(i)
+        new_h = tanh(new_cell) * sigmoid(o)
+
+    ``input`` ``[B, I]``, ``weights`` ``[3S, S + I]``, ``bias`` ``[3S]``, ``old_h`` and
+    ``old_cell`` ``[B, S]``, all of one floating dtype (float32, float64, float16, bfloat16:
+    the half types compute in float32) on one device. Differentiable in all five. The module
+    form is :class:`gpuaug.nn.LLTM`.
+    """
+    args = {"input": input, "weights": weights, "bias": bias, "old_h": old_h,
+            "old_cell": old_cell}
+    for name, value in args.items():
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"gpuaug.lltm: expected '{name}' to be a torch.Tensor, but got "
+                            f"{type(value).__name__}")
+    return torch.ops.gpuaug.lltm(input, weights, bias, old_h, old_cell)

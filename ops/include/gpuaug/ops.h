@@ -6,6 +6,7 @@
 #include <c10/util/ArrayRef.h>
 
 #include <optional>
+#include <tuple>
 
 namespace gpuaug {
 
@@ -17,6 +18,15 @@ at::Tensor mul(const at::Tensor& a, const at::Tensor& b);
 
 // floor(x + 0.5) (ties round up, unlike torch.round); straight-through gradient.
 at::Tensor round_ste(const at::Tensor& x);
+
+// One step of the LLTM recurrent cell (an LSTM without forget gate, with an ELU candidate):
+//   gates = cat([old_h, input], 1) @ weights^T + bias, split into i, o, c of S columns each
+//   new_cell = old_cell + elu(c) * sigmoid(i);  new_h = tanh(new_cell) * sigmoid(o)
+// input [B, I], weights [3S, S + I], bias [3S], old_h and old_cell [B, S]; one floating dtype and
+// device for all. Returns (new_h, new_cell). Differentiable in all five inputs.
+std::tuple<at::Tensor, at::Tensor> lltm(const at::Tensor& input, const at::Tensor& weights,
+                                        const at::Tensor& bias, const at::Tensor& old_h,
+                                        const at::Tensor& old_cell);
 
 // Fused per-pixel colour augmentation of [C, H, W], [N, C, H, W] or [N, T, C, H, W] images
 // (float32, float64, float16, bfloat16 or uint8 read as v / 255), per sample:
