@@ -8,8 +8,12 @@
 
 namespace gpuaug {
 
-void check_floating(const char* op, const char* arg, const at::Tensor& t) {
+void check_defined(const char* op, const char* arg, const at::Tensor& t) {
   TORCH_CHECK(t.defined(), op, ": argument '", arg, "' is an undefined tensor");
+}
+
+void check_floating(const char* op, const char* arg, const at::Tensor& t) {
+  check_defined(op, arg, t);
   const auto dtype = t.scalar_type();
   TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf ||
                   dtype == at::kBFloat16,

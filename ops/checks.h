@@ -8,6 +8,9 @@
 
 namespace gpuaug {
 
+// `t` must be a defined tensor (C++ callers can pass at::Tensor()).
+void check_defined(const char* op, const char* arg, const at::Tensor& t);
+
 // Floating dtypes the element-wise operators take.
 void check_floating(const char* op, const char* arg, const at::Tensor& t);
 

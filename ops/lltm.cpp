@@ -84,7 +84,7 @@ LltmSizes check_lltm_args(const char* op, In input, In weights, In bias, In old_
   const std::pair<const char*, const at::Tensor*> others[] = {
       {"weights", &weights}, {"bias", &bias}, {"old_h", &old_h}, {"old_cell", &old_cell}};
   for (const auto& [name, tensor] : others) {
-    TORCH_CHECK(tensor->defined(), op, ": argument '", name, "' is an undefined tensor");
+    check_defined(op, name, *tensor);
     check_same_dtype_and_device(op, "input", input, name, *tensor);
   }
   check_rank(op, "input", input, 2, "[B, I]");
@@ -122,7 +122,7 @@ Grads lltm_backward_meta(In grad_h, In grad_cell, In linear, In input, In weight
   const std::pair<const char*, const at::Tensor*> grads[] = {
       {"grad_h", &grad_h}, {"grad_cell", &grad_cell}, {"linear", &linear}};
   for (const auto& [name, tensor] : grads) {
-    TORCH_CHECK(tensor->defined(), kOp, ": argument '", name, "' is an undefined tensor");
+    check_defined(kOp, name, *tensor);
     check_same_dtype_and_device(kOp, "input", input, name, *tensor);
   }
   check_shape(kOp, "grad_h", grad_h, {b, s}, "[B, S]", sizes);

@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
+#include "ops/checks.h"
 #include "ops/lltm.h"
 
 namespace gpuaug {
@@ -61,9 +62,20 @@ class LltmBackwardFunction : public torch::autograd::Function<LltmBackwardFuncti
   }
 };
 
+// Function::apply reads every tensor argument's device before the op's own checks run, which
+// fails without naming the op for an undefined tensor (from C++).
+void check_args_defined(const at::Tensor& input, const at::Tensor& weights, const at::Tensor& bias,
+                        const at::Tensor& old_h, const at::Tensor& old_cell) {
+  const std::pair<const char*, const at::Tensor*> args[] = {
+      {"input", &input}, {"weights", &weights}, {"bias", &bias}, {"old_h", &old_h},
+      {"old_cell", &old_cell}};
+  for (const auto& [name, tensor] : args) check_defined("gpuaug::lltm", name, *tensor);
+}
+
 std::tuple<at::Tensor, at::Tensor> lltm_autograd(const at::Tensor& input, const at::Tensor& weights,
                                                  const at::Tensor& bias, const at::Tensor& old_h,
                                                  const at::Tensor& old_cell) {
+  check_args_defined(input, weights, bias, old_h, old_cell);
   const auto outputs = LltmFunction::apply(input, weights, bias, old_h, old_cell);
   return {outputs[0], outputs[1]};
 }
@@ -71,6 +83,7 @@ std::tuple<at::Tensor, at::Tensor> lltm_autograd(const at::Tensor& input, const 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lltm_forward_autograd(
     const at::Tensor& input, const at::Tensor& weights, const at::Tensor& bias,
     const at::Tensor& old_h, const at::Tensor& old_cell) {
+  check_args_defined(input, weights, bias, old_h, old_cell);
   const auto outputs = LltmFunction::apply(input, weights, bias, old_h, old_cell);
   return {outputs[0], outputs[1], outputs[2]};
 }

@@ -30,8 +30,13 @@ class Case:
     ours: Callable[..., Any]
     baseline: Callable[..., Any]
     baseline_name: str
-    bytes_moved: int  # minimal traffic: each input read once, each output written once
+    bytes_moved: int | None  # minimal traffic (each input read once, each output written once),
+    # or None where the time is not a matter of bandwidth
     latency: bool = False  # time single calls (launch included), not back-to-back bursts
+    # Bursts queued behind a kernel that holds the GPU measure the GPU's time; without the hold,
+    # the pace of a steady stream of calls, host included (what a training loop sees).
+    hold_gpu: bool = True
+    rotate_inputs: bool = True  # several input sets, so that none is found in L2
 
 
 Factory = Callable[[int, torch.device], Sequence[Case]]
@@ -58,14 +63,14 @@ HOLD_US_PER_CALL = 30
 
 
 def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.device,
-              warmup: int, runs: int, latency: bool = False) -> float:
+              warmup: int, runs: int, latency: bool = False, hold_gpu: bool = True) -> float:
     """Median time of one call, from CUDA events on a GPU (the host clock on a CPU). Each sample
     times a burst of calls lasting about half a millisecond, queued behind a kernel that holds
     the GPU until the host has enqueued them all (nvbench's blocking kernel), so that the number
     is the GPU's time per call, not the host's: on an H100's host, launching a call took 15-27 us
     that the GPU ran in 15 us. The hold is HOLD_US_PER_CALL per call of the burst: a call whose
     host work takes longer (a Python loop, the autograd engine) is timed at the host's pace.
-    With `latency`, single synchronised calls instead."""
+    With `latency`, single synchronised calls instead; without `hold_gpu`, no hold."""
     for i in range(warmup):
         fn(*sets[i % len(sets)])
     if device.type == "cuda":
@@ -81,7 +86,7 @@ def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in range(runs)]
         for i, (start, end) in enumerate(events):
-            if not latency:
+            if hold_gpu and not latency:
                 torch.cuda._sleep(hold_cycles)
             start.record()
             for j in range(burst):
@@ -113,10 +118,11 @@ def copy_bandwidth(numel: int, device: torch.device, warmup: int, runs: int) -> 
 
 
 def measure(case: Case, device: torch.device, copy_gbps: float, warmup: int, runs: int) -> dict:
-    sets = input_sets(case.make_inputs, device)
-    ours_ms = median_ms(case.ours, sets, device, warmup, runs, case.latency)
-    base_ms = median_ms(case.baseline, sets, device, warmup, runs, case.latency)
-    ours_gbps = gbps(case.bytes_moved, ours_ms)
+    sets = input_sets(case.make_inputs, device) if case.rotate_inputs else [case.make_inputs()]
+    timing = dict(latency=case.latency, hold_gpu=case.hold_gpu)
+    ours_ms = median_ms(case.ours, sets, device, warmup, runs, **timing)
+    base_ms = median_ms(case.baseline, sets, device, warmup, runs, **timing)
+    ours_gbps = None if case.bytes_moved is None else gbps(case.bytes_moved, ours_ms)
     return {
         "name": case.name,
         "shape": list(case.shape),
@@ -124,7 +130,7 @@ def measure(case: Case, device: torch.device, copy_gbps: float, warmup: int, run
         "time_ms": ours_ms,
         "bytes": case.bytes_moved,
         "gbps": ours_gbps,
-        "pct_copy": 100 * ours_gbps / copy_gbps,
+        "pct_copy": None if ours_gbps is None else 100 * ours_gbps / copy_gbps,
         "baseline": case.baseline_name,
         "baseline_time_ms": base_ms,
         "ratio": base_ms / ours_ms,
@@ -135,7 +141,8 @@ def format_table(results: list[dict]) -> str:
     header = ("case", "shape", "dtype", "ms", "GB/s", "%copy", "baseline", "base ms", "speedup")
     rows = [header] + [
         (r["name"], "x".join(map(str, r["shape"])), r["dtype"], f"{r['time_ms']:.3f}",
-         f"{r['gbps']:.0f}", f"{r['pct_copy']:.0f}%", r["baseline"],
+         "-" if r["gbps"] is None else f"{r['gbps']:.0f}",
+         "-" if r["pct_copy"] is None else f"{r['pct_copy']:.0f}%", r["baseline"],
          f"{r['baseline_time_ms']:.3f}", f"{r['ratio']:.2f}x")
         for r in results
     ]
