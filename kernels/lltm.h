@@ -45,14 +45,15 @@ struct LltmCellGrad {
   }
 };
 
-// Contiguous operands, shapes as in ops/lltm.cpp: linear [B, 3S] (X @ weights^T, gates i, o, c
-// side by side), bias [3S], old_cell, new_h, new_cell [B, S].
-using LltmForwardLoop = void (*)(const at::Tensor& linear, const at::Tensor& bias,
+// Contiguous operands. gates [3S, B]: weights @ cat([old_h, input], 1)^T, gate-major (rows i,
+// then o, then c; one column per sample), the orientation in which cuBLAS multiplies fastest for
+// small B; bias [3S]; old_cell, new_h, new_cell [B, S].
+using LltmForwardLoop = void (*)(const at::Tensor& gates, const at::Tensor& bias,
                                  const at::Tensor& old_cell, const at::Tensor& new_h,
                                  const at::Tensor& new_cell);
-// grad_h, grad_cell, old_cell, grad_old_cell [B, S]; linear, grad_gates [B, 3S]; bias [3S].
+// grad_h, grad_cell, old_cell, grad_old_cell [B, S]; gates, grad_gates [3S, B]; bias [3S].
 using LltmBackwardLoop = void (*)(const at::Tensor& grad_h, const at::Tensor& grad_cell,
-                                  const at::Tensor& linear, const at::Tensor& bias,
+                                  const at::Tensor& gates, const at::Tensor& bias,
                                   const at::Tensor& old_cell, const at::Tensor& grad_gates,
                                   const at::Tensor& grad_old_cell);
 

@@ -28,9 +28,8 @@ TEST(LltmRegistration, SchemasAndKernels) {
        "gpuaug::_lltm_forward(Tensor input, Tensor weights, Tensor bias, Tensor old_h, "
        "Tensor old_cell) -> (Tensor, Tensor, Tensor)"},
       {"gpuaug::_lltm_backward",
-       "gpuaug::_lltm_backward(Tensor grad_h, Tensor grad_cell, Tensor linear, Tensor input, "
-       "Tensor weights, Tensor bias, Tensor old_h, Tensor old_cell) "
-       "-> (Tensor, Tensor, Tensor, Tensor, Tensor)"},
+       "gpuaug::_lltm_backward(Tensor grad_h, Tensor grad_cell, Tensor gates, Tensor bias, "
+       "Tensor old_cell) -> (Tensor, Tensor)"},
   };
   for (const auto& [name, schema] : expected) {
     const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");

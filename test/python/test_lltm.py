@@ -192,10 +192,46 @@ def test_no_grad_saves_nothing(device):
 
 def test_meta_shapes():
     args = [t.to("meta") for t in make_args(3, 4, 5)]
-    new_h, new_cell, linear = lltm_forward(*args)
-    assert new_h.shape == new_cell.shape == (3, 5) and linear.shape == (3, 15)
-    grads = lltm_backward(new_h, new_cell, linear, *args)
-    assert [g.shape for g in grads] == [a.shape for a in args]
+    new_h, new_cell, gates = lltm_forward(*args)
+    assert new_h.shape == new_cell.shape == (3, 5) and gates.shape == (15, 3)
+    grad_gates, grad_old_cell = lltm_backward(new_h, new_cell, gates, args[2], args[4])
+    assert grad_gates.shape == (15, 3) and grad_old_cell.shape == (3, 5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_forward_and_backward_ops(device):
+    # The private ops on their own: the gates' linear term, and the pointwise backward's gradients
+    # of the gates and of old_cell.
+    args = make_args(6, 3, 10, torch.float64, device, seed=17)
+    new_h, new_cell, gates = lltm_forward(*args)
+    x, w, bias, h, c = float64(args)
+    close(gates, w @ torch.cat([h, x], 1).t(), torch.float64)
+    pre = (gates.detach().cpu() + bias[:, None]).requires_grad_()
+    i, o, cc = pre.chunk(3, 0)
+    c = c.clone().requires_grad_()
+    ref_cell = c + F.elu(cc.t()) * torch.sigmoid(i.t())
+    ref_h = torch.tanh(ref_cell) * torch.sigmoid(o.t())
+    grad_h, grad_cell = torch.randn(6, 10, dtype=torch.float64), torch.randn(6, 10, dtype=torch.float64)
+    ref_grad_gates, ref_grad_cell = torch.autograd.grad((ref_h, ref_cell), (pre, c), (grad_h, grad_cell))
+    grad_gates, grad_old_cell = lltm_backward(grad_h.to(device), grad_cell.to(device), gates,
+                                              args[2], args[4])
+    close(grad_gates, ref_grad_gates, torch.float64)
+    close(grad_old_cell, ref_grad_cell, torch.float64)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_only_needed_gradients(device):
+    # A recurrent cell's input is data: its gradient (a matrix product) is not computed.
+    args = make_args(4, 3, 5, torch.float64, device, seed=18)
+    for needed in ([1, 2], [0], [3], [0, 3], [4]):
+        inputs = [a.clone().requires_grad_(k in needed) for k, a in enumerate(args)]
+        grads = torch.autograd.grad(sum(o.sum() for o in lltm(*inputs)),
+                                    [inputs[k] for k in needed])
+        ref_inputs = float64(inputs, requires_grad=True)
+        ref_grads = torch.autograd.grad(sum(o.sum() for o in lltm_ref(*ref_inputs)),
+                                        [ref_inputs[k] for k in needed])
+        for a, r in zip(grads, ref_grads):
+            close(a, r, torch.float64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,9 +243,9 @@ def test_opcheck(dtype, device):
     args = make_args(3, 4, 5, dtype, device, seed=16, requires_grad=True)
     torch.library.opcheck(lltm, args)
     torch.library.opcheck(lltm_forward, args)
-    new_h, new_cell, linear = lltm_forward(*[a.detach() for a in args])
+    new_h, new_cell, gates = lltm_forward(*[a.detach() for a in args])
     torch.library.opcheck(lltm_backward, [torch.randn_like(new_h), torch.randn_like(new_cell),
-                                          linear] + [a.detach() for a in args])
+                                          gates, args[2].detach(), args[4].detach()])
 
 
 class Unrolled(torch.nn.Module):
@@ -410,9 +446,14 @@ def test_python_wrapper_type_error():
         gpuaug.lltm(args[0], args[1], [0.0] * 12, args[3], args[4])
 
 
-def test_backward_op_checks_gradients():
+def test_backward_op_checks_its_arguments():
     args = make_args(2, 3, 4)
-    new_h, new_cell, linear = lltm_forward(*args)
+    new_h, new_cell, gates = lltm_forward(*args)
+    bias, old_cell = args[2], args[4]
     with pytest.raises(RuntimeError, match=re.escape(
-            "gpuaug::_lltm_backward: expected 'grad_cell' of shape [B, S] = [2, 4]")):
-        lltm_backward(new_h, new_cell[:, :3], linear, *args)
+            "gpuaug::_lltm_backward: expected 'grad_cell' of shape [B, S] = [2, 4] (B = 2, S = 4 "
+            "from 'old_cell'), but got [2, 3]")):
+        lltm_backward(new_h, new_cell[:, :3], gates, bias, old_cell)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "gpuaug::_lltm_backward: expected 'gates' of shape [3 * S, B] = [12, 2]")):
+        lltm_backward(new_h, new_cell, gates.t(), bias, old_cell)

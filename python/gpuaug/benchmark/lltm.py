@@ -165,7 +165,7 @@ def cases(numel: int, device: torch.device) -> list[Case]:
                  "torch.compile", **steady),
         ]
         if device.type == "cuda":
-            def graphed_cell(b=b, i=i, s=s):
+            def graphed_cell(grad_inputs=grad_inputs):
                 ours_args, plain_args = grad_inputs(), grad_inputs()
                 return (capture(lambda: ours_train(*ours_args)),
                         capture(lambda: plain_train(*plain_args)))
