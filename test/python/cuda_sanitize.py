@@ -121,6 +121,25 @@ def check_color_transform(device):
             expect(f"{tag} grad {name}", a, b, exact=False)
 
 
+def check_lltm(device):
+    """Forward and backward kernels, partial tiles (B, S not multiples of 32) and the half types
+    against the same op on the CPU."""
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        for b, i, s in ((5, 3, 7), (40, 9, 33)):
+            args = [rand(shape, dtype, "cpu", seed) * 0.2 for seed, shape in
+                    enumerate([(b, i), (3 * s, s + i), (3 * s,), (b, s), (b, s)])]
+            on_device = [a.to(device, copy=True).requires_grad_() for a in args]
+            new_h, new_cell = ops.lltm(*on_device)
+            expected = ops.lltm(*args)
+            expect(f"lltm new_h {dtype} {b}x{s}", new_h, expected[0], exact=False)
+            expect(f"lltm new_cell {dtype} {b}x{s}", new_cell, expected[1], exact=False)
+            (new_h.float().sum() + new_cell.float().sum()).backward()
+            cpu_args = [a.detach().clone().requires_grad_() for a in args]
+            sum(o.float().sum() for o in ops.lltm(*cpu_args)).backward()
+            for k, (a, c) in enumerate(zip(on_device, cpu_args)):
+                expect(f"lltm grad {k} {dtype} {b}x{s}", a.grad, c.grad, exact=False)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda")
@@ -168,6 +187,7 @@ def main():
                torch.where(x.detach().cpu() > 0, mul_ref(w.cpu(), b.cpu()), torch.zeros((), dtype=dtype)))
 
     check_color_transform(device)
+    check_lltm(device)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     print(f"cuda_sanitize ({device}): {len(failures)} mismatches")
