@@ -5,6 +5,9 @@ once to the op's dtype: for relu, mul and round_ste that is exactly what the ker
 (half types are computed in float32, where a product of two half/bfloat16 values is exact).
 """
 import math
+import os
+import pathlib
+import sys
 
 import pytest
 import torch
@@ -93,3 +96,16 @@ def assert_exact(actual, expected):
 
 def assert_close(actual, expected):
     torch.testing.assert_close(actual, expected, equal_nan=True, **TOLERANCES[expected.dtype])
+
+
+def build_environment():
+    """The environment for building C++ against the installed gpuaug: `python` and the tools pip
+    installed (cmake, ninja) are this interpreter's."""
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+    # libtorch_cuda needs the NCCL of torch's own wheel; a CUDA toolkit that carries an older one
+    # in its lib folder (the one on CI's machines does) would otherwise be linked against first.
+    nccl = pathlib.Path(torch.__file__).parent.parent / "nvidia" / "nccl" / "lib"
+    if nccl.is_dir():
+        env["LDFLAGS"] = f"-Wl,-rpath-link,{nccl}"
+    return env

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-import torch
+
+from gpuaug_testing import build_environment
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 
@@ -24,25 +25,13 @@ def section(title):
     return text[start:end if end >= 0 else None]
 
 
-def environment():
-    # `python` and the tools pip installed (cmake, ninja) are this interpreter's.
-    env = dict(os.environ)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
-    # libtorch_cuda needs the NCCL of torch's own wheel; a CUDA toolkit that carries an older one
-    # in its lib folder (the one on CI's machines does) would otherwise be linked against first.
-    nccl = pathlib.Path(torch.__file__).parent.parent / "nvidia" / "nccl" / "lib"
-    if nccl.is_dir():
-        env["LDFLAGS"] = f"-Wl,-rpath-link,{nccl}"
-    return env
-
-
 @pytest.mark.parametrize("index", range(len(blocks(README.read_text(), "python"))))
 def test_python_block(index, tmp_path):
     code = blocks(README.read_text(), "python")[index]
     script = tmp_path / "example.py"   # a file, as TorchScript reads the source
     script.write_text(code)
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=600, env=environment())
+                            text=True, timeout=600, env=build_environment())
     assert result.returncode == 0, f"README Python block {index} failed:\n{code}\n{result.stderr}"
 
 
@@ -53,7 +42,7 @@ def test_cpp_section(tmp_path):
     (tmp_path / "CMakeLists.txt").write_text(cmake)
     (tmp_path / "main.cpp").write_text(cpp)
     result = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=900, env=environment())
+                            capture_output=True, text=True, timeout=900, env=build_environment())
     assert result.returncode == 0, f"{commands}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     values = re.findall(r"^\s*(-?[\d.]+(?:e[-+]?\d+)?)\s*$", result.stdout, flags=re.M)
     assert len(values) == 4 and all(float(v) >= 0 for v in values), result.stdout
