@@ -80,15 +80,21 @@ void check_shape(const char* op, const char* arg, const at::Tensor& t,
               origin, ", but got ", shape_str(t.sym_sizes()));
 }
 
-// Every check of the forward's arguments; the sizes they agree on.
-LltmSizes check_lltm_args(const char* op, In input, In weights, In bias, In old_h, In old_cell) {
-  check_floating(op, "input", input);
-  const std::pair<const char*, const at::Tensor*> others[] = {
-      {"weights", &weights}, {"bias", &bias}, {"old_h", &old_h}, {"old_cell", &old_cell}};
+// `first` floating; each of `others` defined, with first's dtype and device.
+void check_floating_alike(const char* op, const char* first_name, In first,
+                          std::initializer_list<std::pair<const char*, const at::Tensor*>> others) {
+  check_floating(op, first_name, first);
   for (const auto& [name, tensor] : others) {
     check_defined(op, name, *tensor);
-    check_same_dtype_and_device(op, "input", input, name, *tensor);
+    check_same_dtype_and_device(op, first_name, first, name, *tensor);
   }
+}
+
+// Every check of the forward's arguments; the sizes they agree on.
+LltmSizes check_lltm_args(const char* op, In input, In weights, In bias, In old_h, In old_cell) {
+  check_floating_alike(op, "input", input,
+                       {{"weights", &weights}, {"bias", &bias}, {"old_h", &old_h},
+                        {"old_cell", &old_cell}});
   check_rank(op, "input", input, 2, "[B, I]");
   check_rank(op, "old_h", old_h, 2, "[B, S]");
   const LltmSizes sizes{input.sym_size(0), input.sym_size(1), old_h.sym_size(1)};
@@ -118,15 +124,10 @@ Pair lltm_meta(In input, In weights, In bias, In old_h, In old_cell) {
 
 Pair lltm_backward_meta(In grad_h, In grad_cell, In gates, In bias, In old_cell) {
   constexpr const char* kOp = "gpuaug::_lltm_backward";
-  check_floating(kOp, "old_cell", old_cell);
-  const std::pair<const char*, const at::Tensor*> others[] = {
-      {"grad_h", &grad_h}, {"grad_cell", &grad_cell}, {"gates", &gates}, {"bias", &bias}};
-  for (const auto& [name, tensor] : others) {
-    check_defined(kOp, name, *tensor);
-    check_same_dtype_and_device(kOp, "old_cell", old_cell, name, *tensor);
-  }
-  TORCH_CHECK(old_cell.dim() == 2, kOp, ": expected 'old_cell' of shape [B, S], but got shape ",
-              shape_str(old_cell.sym_sizes()));
+  check_floating_alike(kOp, "old_cell", old_cell,
+                       {{"grad_h", &grad_h}, {"grad_cell", &grad_cell}, {"gates", &gates},
+                        {"bias", &bias}});
+  check_rank(kOp, "old_cell", old_cell, 2, "[B, S]");
   const c10::SymInt b = old_cell.sym_size(0), s = old_cell.sym_size(1);
   const LltmSizes sizes{b, c10::SymInt(0), s};
   check_shape(kOp, "grad_h", grad_h, {b, s}, "[B, S]", sizes, "old_cell");
