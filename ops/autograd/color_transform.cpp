@@ -81,21 +81,24 @@ at::Tensor color_transform_autograd(const at::Tensor& image, const at::Tensor& c
                                     std::optional<at::ScalarType> dtype,
                                     std::optional<c10::ArrayRef<double>> mean,
                                     std::optional<c10::ArrayRef<double>> stddev) {
-  std::string requiring_grad;  // the arguments that ask for gradients, for the message below
+  std::string requiring_grad;  // the arguments that ask for gradients, for the messages below
+  int requiring = 0;
   for (const auto& [name, t] : {std::pair{"image", &image}, std::pair{"color", &color},
                                 std::pair{"brightness", &brightness},
                                 std::pair{"contrast", &contrast}, std::pair{"gamma", &gamma}}) {
     if (!t->requires_grad()) continue;
     requiring_grad += (requiring_grad.empty() ? "'" : ", '") + std::string(name) + "'";
+    ++requiring;
   }
+  const char* verb = requiring == 1 ? " requires grad" : " require grad";
   const bool wants_grad = at::GradMode::is_enabled() && !requiring_grad.empty();
   const auto out_dtype = dtype.value_or(image.scalar_type());
   TORCH_CHECK(!wants_grad || at::isFloatingType(image.scalar_type()), kOp,
               ": gradients need a floating image, but 'image' is ", image.scalar_type(), " and ",
-              requiring_grad, " require grad");
+              requiring_grad, verb);
   TORCH_CHECK(!wants_grad || at::isFloatingType(out_dtype), kOp, ": a ", out_dtype,
               " output has no gradient, but ", requiring_grad,
-              " require grad: ask for a floating 'dtype', or compute it under torch.no_grad()");
+              verb, ": ask for a floating 'dtype', or compute it under torch.no_grad()");
   if (!wants_grad) {  // skip the autograd node and its bookkeeping: plain augmentation
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return gpuaug::color_transform(image, color, brightness, contrast, gamma, apply, dtype, mean,

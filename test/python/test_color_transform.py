@@ -731,9 +731,9 @@ def test_bad_inputs():
     raises("expected 'dtype' float32, float64, float16, bfloat16 or uint8, but got Int",
            x, *p.values(), dtype=torch.int32)
     image_u8 = torch.zeros(2, 3, 4, 4, dtype=torch.uint8)
-    raises("gradients need a floating image, but 'image' is Byte and 'color' require grad",
+    raises("gradients need a floating image, but 'image' is Byte and 'color' requires grad",
            image_u8, p["color"].requires_grad_(), *list(p.values())[1:])
-    raises("a Byte output has no gradient, but 'image' require grad: ask for a floating 'dtype', "
+    raises("a Byte output has no gradient, but 'image' requires grad: ask for a floating 'dtype', "
            "or compute it under torch.no_grad()", x.requires_grad_(), *p0.values(),
            dtype=torch.uint8)
     raises("a Byte output has no gradient, but 'image', 'gamma' require grad",
