@@ -13,18 +13,19 @@ def fresh(*shape, seed=0, scale=1.0, offset=0.0):
     return (torch.rand(shape, generator=g) * scale + offset).requires_grad_()
 
 
-# Each entry: inputs (fresh tensors requiring grad) and the op's outputs from them.
+# Each entry: inputs (fresh tensors requiring grad) and the op's outputs from them. Sizes large
+# enough that two threads split the work (TensorIterator's grain: 32768 elements).
 OPS = {
-    "relu": (lambda: [fresh(64, 257, offset=-0.5)], lambda x: [ops.relu(x)]),
-    "mul": (lambda: [fresh(64, 257, seed=1), fresh(257, seed=2)], lambda a, b: [ops.mul(a, b)]),
-    "round_ste": (lambda: [fresh(64, 257, scale=8)], lambda x: [ops.round_ste(x)]),
+    "relu": (lambda: [fresh(256, 257, offset=-0.5)], lambda x: [ops.relu(x)]),
+    "mul": (lambda: [fresh(256, 257, seed=1), fresh(257, seed=2)], lambda a, b: [ops.mul(a, b)]),
+    "round_ste": (lambda: [fresh(256, 257, scale=8)], lambda x: [ops.round_ste(x)]),
     "color_transform": (
-        lambda: [fresh(4, 3, 33, 47), fresh(4, 3, seed=1, offset=0.5), fresh(4, seed=2, scale=0.2),
-                 fresh(4, seed=3, offset=0.5), fresh(4, seed=4, offset=0.5)],
+        lambda: [fresh(8, 3, 65, 67), fresh(8, 3, seed=1, offset=0.5), fresh(8, seed=2, scale=0.2),
+                 fresh(8, seed=3, offset=0.5), fresh(8, seed=4, offset=0.5)],
         lambda *a: [ops.color_transform(*a)]),
     "lltm": (
-        lambda: [fresh(70, 9, offset=-0.5), fresh(3 * 33, 42, seed=1, offset=-0.5),
-                 fresh(3 * 33, seed=2), fresh(70, 33, seed=3), fresh(70, 33, seed=4)],
+        lambda: [fresh(300, 9, offset=-0.5), fresh(3 * 33, 42, seed=1, offset=-0.5),
+                 fresh(3 * 33, seed=2), fresh(300, 33, seed=3), fresh(300, 33, seed=4)],
         lambda *a: list(ops.lltm(*a))),
 }
 
