@@ -12,6 +12,11 @@ void check_defined(const char* op, const char* arg, const at::Tensor& t) {
   TORCH_CHECK(t.defined(), op, ": argument '", arg, "' is an undefined tensor");
 }
 
+void check_defined(const char* op,
+                   std::initializer_list<std::pair<const char*, const at::Tensor*>> args) {
+  for (const auto& [name, tensor] : args) check_defined(op, name, *tensor);
+}
+
 void check_floating(const char* op, const char* arg, const at::Tensor& t) {
   check_defined(op, arg, t);
   const auto dtype = t.scalar_type();

@@ -4,12 +4,20 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 namespace gpuaug {
 
-// `t` must be a defined tensor (C++ callers can pass at::Tensor()).
+// `t` must be a defined tensor: C++ callers can pass at::Tensor(), and Python's None for a Tensor
+// argument arrives as one.
 void check_defined(const char* op, const char* arg, const at::Tensor& t);
+
+// The same for each (name, tensor): an autograd kernel's first step, as Function::apply reads every
+// tensor argument's device before the op's own checks run, and fails without naming the op.
+void check_defined(const char* op,
+                   std::initializer_list<std::pair<const char*, const at::Tensor*>> args);
 
 // Floating dtypes the element-wise operators take.
 void check_floating(const char* op, const char* arg, const at::Tensor& t);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gpuaug/ops.h"
+#include "ops/checks.h"
 #include "ops/color_transform.h"
 
 namespace gpuaug {
@@ -81,6 +82,8 @@ at::Tensor color_transform_autograd(const at::Tensor& image, const at::Tensor& c
                                     std::optional<at::ScalarType> dtype,
                                     std::optional<c10::ArrayRef<double>> mean,
                                     std::optional<c10::ArrayRef<double>> stddev) {
+  check_defined(kOp, {{"image", &image}, {"color", &color}, {"brightness", &brightness},
+                      {"contrast", &contrast}, {"gamma", &gamma}});
   std::string requiring_grad;  // the arguments that ask for gradients, for the messages below
   int requiring = 0;
   for (const auto& [name, t] : {std::pair{"image", &image}, std::pair{"color", &color},
@@ -114,6 +117,9 @@ color_transform_backward_autograd(const at::Tensor& grad, const at::Tensor& imag
                                   const at::Tensor& contrast, const at::Tensor& gamma,
                                   const std::optional<at::Tensor>& apply,
                                   std::optional<c10::ArrayRef<double>> stddev) {
+  check_defined("gpuaug::_color_transform_backward",
+                {{"grad", &grad}, {"image", &image}, {"color", &color},
+                 {"brightness", &brightness}, {"contrast", &contrast}, {"gamma", &gamma}});
   auto g = ColorTransformBackwardFunction::apply(grad, image, color, brightness, contrast, gamma,
                                                  apply, stddev);
   return {g[0], g[1], g[2], g[3], g[4]};

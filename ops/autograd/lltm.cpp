@@ -90,14 +90,10 @@ class LltmBackwardFunction : public torch::autograd::Function<LltmBackwardFuncti
   }
 };
 
-// Function::apply reads every tensor argument's device before the op's own checks run, which
-// fails without naming the op for an undefined tensor (from C++).
 void check_args_defined(const at::Tensor& input, const at::Tensor& weights, const at::Tensor& bias,
                         const at::Tensor& old_h, const at::Tensor& old_cell) {
-  const std::pair<const char*, const at::Tensor*> args[] = {
-      {"input", &input}, {"weights", &weights}, {"bias", &bias}, {"old_h", &old_h},
-      {"old_cell", &old_cell}};
-  for (const auto& [name, tensor] : args) check_defined("gpuaug::lltm", name, *tensor);
+  check_defined("gpuaug::lltm", {{"input", &input}, {"weights", &weights}, {"bias", &bias},
+                                 {"old_h", &old_h}, {"old_cell", &old_cell}});
 }
 
 std::tuple<at::Tensor, at::Tensor> lltm_autograd(const at::Tensor& input, const at::Tensor& weights,
@@ -127,6 +123,9 @@ std::tuple<at::Tensor, at::Tensor> lltm_backward_autograd(const at::Tensor& grad
                                                           const at::Tensor& gates,
                                                           const at::Tensor& bias,
                                                           const at::Tensor& old_cell) {
+  check_defined("gpuaug::_lltm_backward", {{"grad_h", &grad_h}, {"grad_cell", &grad_cell},
+                                           {"gates", &gates}, {"bias", &bias},
+                                           {"old_cell", &old_cell}});
   const auto grads = LltmBackwardFunction::apply(grad_h, grad_cell, gates, bias, old_cell);
   return {grads[0], grads[1]};
 }

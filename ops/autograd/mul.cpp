@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
+#include "ops/checks.h"
 #include "ops/mul.h"
 
 namespace gpuaug {
@@ -58,11 +59,13 @@ class MulFunction : public torch::autograd::Function<MulFunction> {
 };
 
 at::Tensor mul_autograd(const at::Tensor& a, const at::Tensor& b) {
+  check_defined("gpuaug::mul", {{"a", &a}, {"b", &b}});
   return MulFunction::apply(a, b);
 }
 
 std::tuple<at::Tensor, at::Tensor> mul_backward_autograd(const at::Tensor& grad,
                                                          const at::Tensor& a, const at::Tensor& b) {
+  check_defined("gpuaug::_mul_backward", {{"grad", &grad}, {"a", &a}, {"b", &b}});
   auto grads = MulBackwardFunction::apply(grad, a, b);
   return {grads[0], grads[1]};
 }

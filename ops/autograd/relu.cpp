@@ -3,6 +3,7 @@
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
+#include "ops/checks.h"
 #include "ops/relu.h"
 
 namespace gpuaug {
@@ -40,9 +41,13 @@ class ReluFunction : public torch::autograd::Function<ReluFunction> {
   }
 };
 
-at::Tensor relu_autograd(const at::Tensor& x) { return ReluFunction::apply(x); }
+at::Tensor relu_autograd(const at::Tensor& x) {
+  check_defined("gpuaug::relu", {{"x", &x}});
+  return ReluFunction::apply(x);
+}
 
 at::Tensor relu_backward_autograd(const at::Tensor& grad, const at::Tensor& x) {
+  check_defined("gpuaug::_relu_backward", {{"grad", &grad}, {"x", &x}});
   return ReluBackwardFunction::apply(grad, x);
 }
 

@@ -3,6 +3,7 @@
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
+#include "ops/checks.h"
 #include "ops/round_ste.h"
 
 namespace gpuaug {
@@ -23,7 +24,10 @@ class RoundSteFunction : public torch::autograd::Function<RoundSteFunction> {
   }
 };
 
-at::Tensor round_ste_autograd(const at::Tensor& x) { return RoundSteFunction::apply(x); }
+at::Tensor round_ste_autograd(const at::Tensor& x) {
+  check_defined("gpuaug::round_ste", {{"x", &x}});
+  return RoundSteFunction::apply(x);
+}
 
 }  // namespace
 

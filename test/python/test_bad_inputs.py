@@ -146,6 +146,23 @@ CASES = [
      "[12, 8]"),
     ("lltm bias length", lambda: ops.lltm(*lltm_with(2, torch.randn(11))),
      f"gpuaug::lltm: expected 'bias' of shape [3 * S] = [12] {LLTM_SIZES}, but got [11]"),
+    # None for a Tensor argument reaches the op as an undefined tensor.
+    ("relu None", lambda: ops.relu(None), "gpuaug::relu: argument 'x' is an undefined tensor"),
+    ("relu backward None", lambda: ops._relu_backward(None, torch.ones(2)),
+     "gpuaug::_relu_backward: argument 'grad' is an undefined tensor"),
+    ("mul None", lambda: ops.mul(torch.ones(2), None),
+     "gpuaug::mul: argument 'b' is an undefined tensor"),
+    ("mul backward None", lambda: ops._mul_backward(torch.ones(2), None, torch.ones(2)),
+     "gpuaug::_mul_backward: argument 'a' is an undefined tensor"),
+    ("round_ste None", lambda: ops.round_ste(None),
+     "gpuaug::round_ste: argument 'x' is an undefined tensor"),
+    ("color image None", color_with(0, None),
+     CT + "argument 'image' is an undefined tensor"),
+    ("color gamma None", color_with(4, None), CT + "argument 'gamma' is an undefined tensor"),
+    ("lltm None", lambda: ops.lltm(*lltm_with(1, None)),
+     "gpuaug::lltm: argument 'weights' is an undefined tensor"),
+    ("lltm backward None", lambda: ops._lltm_backward(None, *lltm_args()[:4]),
+     "gpuaug::_lltm_backward: argument 'grad_h' is an undefined tensor"),
 ]
 
 
