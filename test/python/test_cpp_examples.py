@@ -14,9 +14,8 @@ from gpuaug_testing import DEVICES, build_environment
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "cpp"
 TARGETS = ["gpuaug_train_lltm", "gpuaug_run_scripted"]
 
-pytestmark = pytest.mark.skipif(shutil.which("cmake") is None and not (
-    pathlib.Path(build_environment()["PATH"].split(":")[0]) / "cmake").exists(),
-    reason="needs cmake")
+pytestmark = pytest.mark.skipif(shutil.which("cmake", path=build_environment()["PATH"]) is None,
+                                reason="needs cmake")
 
 
 @pytest.fixture(scope="module")

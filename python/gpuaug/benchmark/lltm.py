@@ -119,8 +119,8 @@ def sequence_cells(b: int, i: int, s: int, device: torch.device):
 
 
 def unrolled_forward_backward(cell: torch.nn.Module, sequence: torch.Tensor):
-    h = c = sequence.new_zeros(sequence.shape[1], cell.bias.shape[0] // 3
-                               if hasattr(cell, "weights") else cell.hidden_size)
+    state_size = cell.hidden_size if isinstance(cell, torch.nn.LSTMCell) else cell.bias.shape[0] // 3
+    h = c = sequence.new_zeros(sequence.shape[1], state_size)
     for x in sequence.unbind(0):
         h, c = cell(x, (h, c))
     return torch.autograd.grad(h.sum(), list(cell.parameters()))
