@@ -15,7 +15,7 @@ constexpr int64_t kGrainElements = 4096;  // per parallel task, at least
 
 // Calls element(b, s) for every sample b and state column s, rows of samples in parallel.
 template <typename Element>
-void for_each_element(int64_t batch, int64_t state, Element element) {
+void for_each_cell(int64_t batch, int64_t state, Element element) {
   const int64_t grain_rows = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(state, 1));
   at::parallel_for(0, batch, grain_rows, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
@@ -34,7 +34,7 @@ void lltm_forward(const at::Tensor& gates, const at::Tensor& bias, const at::Ten
     const scalar_t* old_cell_ = old_cell.const_data_ptr<scalar_t>();
     scalar_t* new_h_ = new_h.mutable_data_ptr<scalar_t>();
     scalar_t* new_cell_ = new_cell.mutable_data_ptr<scalar_t>();
-    for_each_element(batch, state, [&](int64_t b, int64_t s) {
+    for_each_cell(batch, state, [&](int64_t b, int64_t s) {
       auto gate = [&](int k) {
         const int64_t row = k * state + s;
         return opmath_t(gates_[row * batch + b]) + opmath_t(bias_[row]);
@@ -60,7 +60,7 @@ void lltm_backward(const at::Tensor& grad_h, const at::Tensor& grad_cell, const 
     const scalar_t* grad_cell_ = grad_cell.const_data_ptr<scalar_t>();
     scalar_t* grad_gates_ = grad_gates.mutable_data_ptr<scalar_t>();
     scalar_t* grad_old_cell_ = grad_old_cell.mutable_data_ptr<scalar_t>();
-    for_each_element(batch, state, [&](int64_t b, int64_t s) {
+    for_each_cell(batch, state, [&](int64_t b, int64_t s) {
       auto at_gate = [&](int k) { return (k * state + s) * batch + b; };
       auto gate = [&](int k) {
         return opmath_t(gates_[at_gate(k)]) + opmath_t(bias_[k * state + s]);
