@@ -13,9 +13,11 @@ struct FastDivider {
     while (shift < 32 && (uint64_t(1) << shift) < d) ++shift;
     magic = static_cast<uint32_t>(((uint64_t(1) << 32) * ((uint64_t(1) << shift) - d)) / d + 1);
   }
+#ifdef __CUDACC__  // the run-time compiled kernels divide in their own source
   __device__ __forceinline__ uint32_t div(uint32_t n) const {
     return (__umulhi(n, magic) + n) >> shift;
   }
+#endif
 };
 
 }  // namespace gpuaug::cuda

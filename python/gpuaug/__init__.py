@@ -16,7 +16,7 @@ except ImportError as e:  # the source tree, not an installed build
         "from the gpuaug source folder"
     ) from e
 
-__all__ = ["relu", "mul", "round_ste", "lltm", "color_transform", "nn", "transforms",
+__all__ = ["relu", "mul", "round_ste", "lltm", "color_transform", "jit", "nn", "transforms",
            "library_path", "cmake_prefix_path"]
 
 __version__: str = _build_info.version
@@ -54,7 +54,7 @@ def _check_torch() -> None:
 _check_torch()
 torch.ops.load_library(library_path)
 
-from . import nn, transforms  # noqa: E402
+from . import jit, nn, transforms  # noqa: E402
 from .color import color_transform  # noqa: E402
 
 

@@ -6,7 +6,9 @@
 #include <c10/util/ArrayRef.h>
 
 #include <optional>
+#include <string>
 #include <tuple>
+#include <vector>
 
 namespace gpuaug {
 
@@ -42,5 +44,15 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
                            std::optional<at::ScalarType> dtype = std::nullopt,
                            std::optional<c10::ArrayRef<double>> mean = std::nullopt,
                            std::optional<c10::ArrayRef<double>> stddev = std::nullopt);
+
+// A user-defined element-wise operator, compiled at run time by NVRTC for the GPU in use (CUDA
+// tensors only): `expression` is a CUDA C++ expression of the inputs, named by `names` in order
+// (one per tensor of `inputs`; they broadcast like PyTorch's and share one floating dtype, and the
+// expression sees them as float, or double for float64). `grads`, one expression per input of the
+// inputs and `grad` (the output's gradient), gives each input's gradient and makes the operator
+// differentiable. `name` (a C identifier) names its kernels and its errors.
+at::Tensor jit_elementwise(const std::string& name, const std::string& expression,
+                           const std::vector<std::string>& names, at::TensorList inputs,
+                           const std::optional<std::vector<std::string>>& grads = std::nullopt);
 
 }  // namespace gpuaug

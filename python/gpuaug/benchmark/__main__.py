@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2^24 elements and fewer runs")
     parser.add_argument("--runs", type=int, default=50, help="timed runs per op (median)")
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="cases whose name starts so")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="cases (and reports) whose name starts so")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     # Tests of the harness run it on the CPU, timed by the host clock.
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
@@ -62,10 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         results.append(harness.measure(case, device, copy["gbps"], args.warmup, args.runs))
     print(harness.format_table(results))
+    reports = [row for name, report in harness.REPORTS.items()
+               if not args.only or name.startswith(tuple(args.only)) for row in report(device)]
+    for row in reports:
+        print(f"{row['name']}: {row['value']:.3f} {row['unit']}")
 
     if args.json:
         report = {"device": name, "torch": torch.__version__, "gpuaug": gpuaug.__version__,
-                  "size": args.size, "runs": args.runs, "copy": copy, "cases": results}
+                  "size": args.size, "runs": args.runs, "copy": copy, "cases": results, "reports": reports}
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
     return 0

@@ -41,11 +41,23 @@ class Case:
 
 Factory = Callable[[int, torch.device], Sequence[Case]]
 FACTORIES: list[Factory] = []
+# Measurements that are not one op against a baseline (compile times), by name: each returns
+# rows of {"name": ..., "value": ..., "unit": ...}, printed after the table.
+Report = Callable[[torch.device], list[dict]]
+REPORTS: dict[str, Report] = {}
 
 
 def register(factory: Factory) -> Factory:
     FACTORIES.append(factory)
     return factory
+
+
+def register_report(name: str) -> Callable[[Report], Report]:
+    def add(report: Report) -> Report:
+        REPORTS[name] = report
+        return report
+
+    return add
 
 
 def input_sets(make_inputs: Callable[[], tuple[Any, ...]],
