@@ -60,8 +60,9 @@ class JitElementwiseFunction : public torch::autograd::Function<JitElementwiseFu
     for (size_t i = 0; i < grads.size(); ++i) {
       if (ctx->needs_input_grad(i)) grads[i] = all_grads[i];  // edges: the tensors alone
     }
-    const auto computed =
-        JitElementwiseBackwardFunction::apply(name, grads, names, grad_outputs[0], inputs);
+    // As a TensorList: Function::apply takes a std::vector for a non-tensor argument.
+    const auto computed = JitElementwiseBackwardFunction::apply(name, grads, names, grad_outputs[0],
+                                                                at::TensorList(inputs));
     variable_list result(3 + inputs.size() + 1);
     for (size_t i = 0, k = 0; i < grads.size(); ++i) {
       if (!grads[i].empty()) result[3 + i] = computed[k++];
