@@ -240,7 +240,7 @@ at::Tensor jit_elementwise_cuda(const std::string& name, const std::string& expr
   config.add_output(out);
   for (const auto& input : inputs) config.add_const_input(input);
   auto iter = config.build();
-  jit::cached_kernels(describe(name), {name, {expression}, names}).run(iter);
+  jit::cached_kernels(describe(name), name, expression, names).run(iter);
   return out;
 }
 
@@ -251,20 +251,23 @@ std::vector<at::Tensor> jit_elementwise_backward_cuda(const std::string& name,
   auto outputs = jit_elementwise_backward_meta(name, grads, names, grad, inputs);
   if (outputs.empty()) return outputs;
   // An input that was broadcast gets its gradient at full size first, then summed down.
-  jit::ElementwiseSpec spec{name + "_backward", {}, names};
-  spec.inputs.push_back("grad");
+  std::vector<std::string> inputs_and_grad = names;
+  inputs_and_grad.push_back("grad");
+  std::vector<std::string> expressions;
   std::vector<at::Tensor> full(outputs.size());
   at::TensorIteratorConfig config;
   for (size_t i = 0, k = 0; i < grads.size(); ++i) {
     if (grads[i].empty()) continue;
-    spec.outputs.push_back(grads[i]);
+    expressions.push_back(grads[i]);
     full[k] = inputs[i].sizes() == grad.sizes() ? outputs[k] : at::empty(grad.sizes(), grad.options());
     config.add_output(full[k++]);
   }
   for (const auto& input : inputs) config.add_const_input(input);
   config.add_const_input(grad);
   auto iter = config.build();
-  jit::cached_kernels(describe(name) + " (backward)", std::move(spec)).run(iter);
+  jit::cached_kernels(describe(name) + " (backward)", name + "_backward", expressions,
+                      inputs_and_grad)
+      .run(iter);
   for (size_t k = 0; k < outputs.size(); ++k) {
     if (!full[k].is_same(outputs[k])) outputs[k].copy_(at::sum_to(full[k], outputs[k].sizes()));
   }

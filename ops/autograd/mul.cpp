@@ -1,6 +1,7 @@
 // Autograd kernels of gpuaug::mul and of its backward (for double backward).
 #include <ATen/ExpandUtils.h>
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
@@ -60,6 +61,11 @@ class MulFunction : public torch::autograd::Function<MulFunction> {
 
 at::Tensor mul_autograd(const at::Tensor& a, const at::Tensor& b) {
   check_defined("gpuaug::mul", {{"a", &a}, {"b", &b}});
+  // Nothing to differentiate: no graph node, nothing saved (the host's time is a small call's).
+  if (!torch::autograd::compute_requires_grad(a, b)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return gpuaug::mul(a, b);
+  }
   return MulFunction::apply(a, b);
 }
 

@@ -1,5 +1,6 @@
 // Autograd kernels of gpuaug::relu and of its backward (for double backward).
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
@@ -43,6 +44,11 @@ class ReluFunction : public torch::autograd::Function<ReluFunction> {
 
 at::Tensor relu_autograd(const at::Tensor& x) {
   check_defined("gpuaug::relu", {{"x", &x}});
+  // Nothing to differentiate: no graph node, nothing saved (the host's time is a small call's).
+  if (!torch::autograd::compute_requires_grad(x)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return gpuaug::relu(x);
+  }
   return ReluFunction::apply(x);
 }
 

@@ -1,5 +1,6 @@
 // Autograd kernel of gpuaug::round_ste: the straight-through estimator.
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
@@ -26,6 +27,11 @@ class RoundSteFunction : public torch::autograd::Function<RoundSteFunction> {
 
 at::Tensor round_ste_autograd(const at::Tensor& x) {
   check_defined("gpuaug::round_ste", {{"x", &x}});
+  // Nothing to differentiate: no graph node, nothing saved (the host's time is a small call's).
+  if (!torch::autograd::compute_requires_grad(x)) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return gpuaug::round_ste(x);
+  }
   return RoundSteFunction::apply(x);
 }
 

@@ -4,6 +4,8 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <c10/util/SmallVector.h>
+
 #include <unordered_map>
 #include <vector>
 
@@ -112,7 +114,7 @@ void ElementwiseKernels::run(at::TensorIteratorBase& iter) {
   // The kernel's parameters, packed word for word as elementwise_source.cpp declares them.
   const int operands = iter.ntensors();
   const int ndim = iter.ndim();
-  std::vector<void*> pointers(operands);
+  c10::SmallVector<void*, 8> pointers(operands);
   for (int a = 0; a < operands; ++a) pointers[a] = iter.data_ptr(a);
   int64_t count = n;
   uint32_t count32 = static_cast<uint32_t>(n);
@@ -165,16 +167,20 @@ void ElementwiseKernels::run(at::TensorIteratorBase& iter) {
 
 CacheCounters cache_counters() { return {compiled.load(), from_disk.load(), loaded.load()}; }
 
-ElementwiseKernels& cached_kernels(const std::string& what, ElementwiseSpec spec) {
+ElementwiseKernels& cached_kernels(const std::string& what, const std::string& name,
+                                   c10::ArrayRef<std::string> outputs,
+                                   c10::ArrayRef<std::string> inputs) {
   static std::mutex mutex;
   static std::unordered_map<std::string, std::unique_ptr<ElementwiseKernels>> cache;
-  std::string key = spec.name;
-  for (const auto& output : spec.outputs) key += '\0' + output;
+  std::string key = name;
+  for (const auto& output : outputs) (key += '\0') += output;
   key += '\1';
-  for (const auto& input : spec.inputs) key += '\0' + input;
+  for (const auto& input : inputs) (key += '\0') += input;
   std::lock_guard<std::mutex> lock(mutex);
   auto& kernels = cache[key];
-  if (!kernels) kernels = std::make_unique<ElementwiseKernels>(what, std::move(spec));
+  if (!kernels) {
+    kernels = std::make_unique<ElementwiseKernels>(what, ElementwiseSpec{name, outputs.vec(), inputs.vec()});
+  }
   return *kernels;
 }
 

@@ -6,6 +6,7 @@
 
 #include <ATen/TensorIterator.h>
 #include <c10/core/ScalarType.h>
+#include <c10/util/ArrayRef.h>
 #include <c10/cuda/CUDAMacros.h>
 #include <cuda_runtime_api.h>
 
@@ -60,6 +61,8 @@ CacheCounters cache_counters();
 
 // The kernels of `spec`, made on the first call with that spec and kept for the process: a
 // repeated spec finds them, so the cache grows only with new expressions.
-ElementwiseKernels& cached_kernels(const std::string& what, ElementwiseSpec spec);
+ElementwiseKernels& cached_kernels(const std::string& what, const std::string& name,
+                                   c10::ArrayRef<std::string> outputs,
+                                   c10::ArrayRef<std::string> inputs);
 
 }  // namespace gpuaug::jit
