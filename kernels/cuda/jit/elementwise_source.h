@@ -10,7 +10,7 @@
 namespace gpuaug::jit {
 
 constexpr int kThreads = 256;    // threads per block
-constexpr int kUnroll = 4;       // elements (or 16-byte vectors) in flight per thread
+constexpr int kUnroll = 2;       // elements (or 16-byte vectors) in flight per thread
 constexpr int kMaxDims = 25;     // TensorIterator's limit
 constexpr int kMaxInputs = 8;
 
