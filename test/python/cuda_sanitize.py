@@ -189,9 +189,29 @@ def main():
     check_color_transform(device)
     check_lltm(device)
     if device.startswith("cuda"):
+        check_jit(device)
+    if device.startswith("cuda"):
         torch.cuda.synchronize()
     print(f"cuda_sanitize ({device}): {len(failures)} mismatches")
     return 1 if failures else 0
+
+
+def check_jit(device):
+    """Run-time compiled kernels (CUDA only): every layout variant, and the backward's
+    two-output kernel with its broadcast reductions."""
+    fma = gpuaug.jit.elementwise("sanitize_fma", "x * y + y", inputs=("x", "y"),
+                                 grads=("grad * y", "grad * (x + 1)"))
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        r = lambda shape, seed: rand(shape, dtype, device, seed)   # noqa: E731
+        ref = lambda x, y: (x.cpu().double() * y.cpu().double() + y.cpu().double()).to(dtype)  # noqa: E731
+        x, y = r((1030,), 40), r((1030,), 41)
+        for label, a, b in [("vectorized", x, y), ("unaligned", x[1:], y[1:]),
+                            ("strided", x[::3], y[1::3]), ("broadcast", r((9, 1), 42), r((1, 13), 43))]:
+            expect(f"jit {label} {dtype}", fma(a, b), ref(a, b), exact=False)
+        a = r((9, 1), 44).requires_grad_()
+        b = r((1, 13), 45).requires_grad_()
+        fma(a, b).sum().backward()
+        expect(f"jit backward[x] {dtype}", a.grad, (b.detach().cpu().double().sum() * torch.ones(9, 1)).to(dtype), exact=False)
 
 
 if __name__ == "__main__":
