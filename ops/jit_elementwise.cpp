@@ -22,7 +22,7 @@ namespace gpuaug {
 namespace {
 std::string jit_elementwise_ptx(const std::string& name, const std::string& expression,
                                 const std::vector<std::string>& names, at::ScalarType dtype,
-                                int64_t arch);
+                                int64_t arch, const std::string& layout);
 std::vector<int64_t> jit_cache_info();
 }  // namespace
 
@@ -33,7 +33,8 @@ TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
   m.def(
       "_jit_elementwise_backward(str name, str[] grads, str[] names, Tensor grad, Tensor[] inputs) "
       "-> Tensor[]");
-  m.def("_jit_elementwise_ptx(str name, str expression, str[] names, ScalarType dtype, int arch) -> str",
+  m.def("_jit_elementwise_ptx(str name, str expression, str[] names, ScalarType dtype, int arch, "
+        "str layout=\"vectorized\") -> str",
         &jit_elementwise_ptx);
   m.def("_jit_cache_info() -> int[]", &jit_cache_info);
 }
@@ -203,18 +204,28 @@ std::vector<at::Tensor> jit_elementwise_backward_cpu(const std::string& name,
   no_cpu_compiler(describe(name) + " (backward)", names);
 }
 
-// The PTX of the kernel for contiguous inputs of `dtype`, for compute capability `arch`: compiles
-// without a GPU, to inspect the generated code and to test NVRTC.
+// The PTX of the kernel for `layout` (vectorized, contiguous, strided32 or strided64) and
+// `dtype`, for compute capability `arch`: compiles without a GPU, to inspect the generated code
+// and to test NVRTC.
 std::string jit_elementwise_ptx(const std::string& name, const std::string& expression,
                                 const std::vector<std::string>& names, at::ScalarType dtype,
-                                int64_t arch) {
+                                int64_t arch, const std::string& layout) {
   check_names(name, names, names.size());
   TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf || dtype == at::kBFloat16,
               describe(name), ": expected 'dtype' float32, float64, float16 or bfloat16, but got ",
               c10::toString(dtype));
 #ifdef GPUAUG_WITH_CUDA
-  return jit::ElementwiseKernels(describe(name), {name, {expression}, names})
-      .ptx(dtype, jit::Layout::kVectorized, static_cast<int>(arch));
+  const std::pair<const char*, jit::Layout> layouts[] = {
+      {"vectorized", jit::Layout::kVectorized}, {"contiguous", jit::Layout::kContiguous},
+      {"strided32", jit::Layout::kStrided32}, {"strided64", jit::Layout::kStrided64}};
+  for (const auto& [label, value] : layouts) {
+    if (layout == label) {
+      return jit::ElementwiseKernels(describe(name), {name, {expression}, names})
+          .ptx(dtype, value, static_cast<int>(arch));
+    }
+  }
+  TORCH_CHECK(false, describe(name), ": expected 'layout' vectorized, contiguous, strided32 or "
+              "strided64, but got '", layout, "'");
 #else
   TORCH_CHECK(false, describe(name), ": this build of gpuaug has no CUDA, so no NVRTC");
 #endif

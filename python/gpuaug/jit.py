@@ -72,10 +72,12 @@ class ElementwiseOperator:
         return torch.ops.gpuaug.jit_elementwise.default(
             self.name, self.expression, self.inputs, list(tensors), self.grads)
 
-    def ptx(self, dtype: torch.dtype = torch.float32, arch: int = 80) -> str:
-        """The PTX of the kernel for contiguous inputs of ``dtype`` and compute capability ``arch``
-        (80 for sm_80). Compiles with NVRTC and needs no GPU."""
-        return torch.ops.gpuaug._jit_elementwise_ptx(self.name, self.expression, self.inputs, dtype, arch)
+    def ptx(self, dtype: torch.dtype = torch.float32, arch: int = 80, layout: str = "vectorized") -> str:
+        """The PTX of the kernel for inputs of ``dtype`` and compute capability ``arch`` (80 for
+        sm_80), for one ``layout``: "vectorized" (contiguous, 16-byte aligned), "contiguous",
+        "strided32" or "strided64". Compiles with NVRTC and needs no GPU."""
+        return torch.ops.gpuaug._jit_elementwise_ptx(self.name, self.expression, self.inputs, dtype,
+                                                     arch, layout)
 
     def __repr__(self) -> str:
         return (f"gpuaug.jit.elementwise({self.name!r}, {self.expression!r}, inputs={tuple(self.inputs)!r}"

@@ -59,7 +59,10 @@ def test_ptx_for_every_dtype(dtype, arch):
     assert ".entry gpuaug_fma_vectorized(" in ptx
     # 16-byte loads on the hot path, whatever the dtype.
     assert re.search(r"ld\.global(\.nc)?\.v(4\.(f|b|u)32|2\.(f|b|u)64)", ptx), ptx[-2000:]
-    assert "ld.local" not in ptx and "st.local" not in ptx   # the operands stay in registers
+    for layout in ("vectorized", "contiguous", "strided32", "strided64"):
+        code = fma.ptx(dtype, arch, layout)
+        assert f".entry gpuaug_fma_{layout}(" in code
+        assert "ld.local" not in code and "st.local" not in code, layout   # all in registers
 
 
 def test_ptx_of_a_compile_error_shows_log_and_source():

@@ -43,151 +43,174 @@ std::string dtype_prelude(at::ScalarType dtype) {
   }
 }
 
-// The expressions, in compute type, each on lines of its own so that NVRTC's log points at it.
-// Everything else the source defines is named gpuaug_* or GPUAUG_*, which no input name may be.
+// The expressions as a function of the inputs, in compute type, each on lines of its own so that
+// NVRTC's log points at it. Everything else the source defines is named gpuaug_* (or
+// opmath_t), which no input name may be.
 std::string apply_function(const ElementwiseSpec& spec) {
-  std::string s = "__forceinline__ void gpuaug_apply(const opmath_t (&gpuaug_in)[GPUAUG_NUM_IN], opmath_t (&gpuaug_out)[GPUAUG_NUM_OUT]) {\n";
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    s += "  const opmath_t " + spec.inputs[i] + " = gpuaug_in[" + std::to_string(i) + "];\n";
+  std::string s = "__forceinline__ void gpuaug_apply(";
+  for (const auto& input : spec.inputs) s += "const opmath_t " + input + ", ";
+  for (size_t o = 0; o < spec.outputs.size(); ++o) {
+    s += "opmath_t& gpuaug_out" + std::to_string(o) + (o + 1 < spec.outputs.size() ? ", " : ") {\n");
   }
   for (size_t o = 0; o < spec.outputs.size(); ++o) {
-    s += "  gpuaug_out[" + std::to_string(o) + "] = static_cast<opmath_t>(\n" + spec.outputs[o] + "\n  );\n";
+    s += "  gpuaug_out" + std::to_string(o) + " = static_cast<opmath_t>(\n" + spec.outputs[o] + "\n  );\n";
   }
   return s + "}\n";
 }
 
-// Contiguous operands: a full block takes kUnroll 16-byte vectors per thread and input (1-element
-// "vectors" when some pointer is not aligned), all loads in flight before any store; the last,
-// partial block goes element by element (a separate path keeps the unrolled one free of bounds
-// checks, and the source small, which is most of the compile time).
-const char* kFlatKernel = R"(
-struct alignas(sizeof(gpuaug_scalar_t) * GPUAUG_WIDTH) gpuaug_vec { gpuaug_scalar_t v[GPUAUG_WIDTH]; };
-extern "C" __global__ void __launch_bounds__(GPUAUG_THREADS) GPUAUG_KERNEL(long long n, gpuaug_pointers ptr) {
-  const long long block_first = (long long)blockIdx.x * GPUAUG_UNROLL * GPUAUG_THREADS * GPUAUG_WIDTH;
-  if (block_first + GPUAUG_UNROLL * GPUAUG_THREADS * GPUAUG_WIDTH <= n) {
-    gpuaug_vec x[GPUAUG_UNROLL][GPUAUG_NUM_IN];
-#pragma unroll
-    for (int j = 0; j < GPUAUG_UNROLL; ++j) {
-      const long long i = block_first + (long long)(j * GPUAUG_THREADS + threadIdx.x) * GPUAUG_WIDTH;
-#pragma unroll
-      for (int a = 0; a < GPUAUG_NUM_IN; ++a) {
-        x[j][a] = *reinterpret_cast<const gpuaug_vec*>(ptr.p[GPUAUG_NUM_OUT + a] + i * sizeof(gpuaug_scalar_t));
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < GPUAUG_UNROLL; ++j) {
-      const long long i = block_first + (long long)(j * GPUAUG_THREADS + threadIdx.x) * GPUAUG_WIDTH;
-      gpuaug_vec y[GPUAUG_NUM_OUT];
-#pragma unroll
-      for (int k = 0; k < GPUAUG_WIDTH; ++k) {
-        opmath_t in[GPUAUG_NUM_IN], out[GPUAUG_NUM_OUT];
-#pragma unroll
-        for (int a = 0; a < GPUAUG_NUM_IN; ++a) in[a] = gpuaug_to_opmath(x[j][a].v[k]);
-        gpuaug_apply(in, out);
-#pragma unroll
-        for (int o = 0; o < GPUAUG_NUM_OUT; ++o) y[o].v[k] = gpuaug_from_opmath(out[o]);
-      }
-#pragma unroll
-      for (int o = 0; o < GPUAUG_NUM_OUT; ++o) {
-        *reinterpret_cast<gpuaug_vec*>(ptr.p[o] + i * sizeof(gpuaug_scalar_t)) = y[o];
-      }
-    }
-  } else {
-    for (long long i = block_first + threadIdx.x; i < n; i += GPUAUG_THREADS) {
-      opmath_t in[GPUAUG_NUM_IN], out[GPUAUG_NUM_OUT];
-#pragma unroll
-      for (int a = 0; a < GPUAUG_NUM_IN; ++a) {
-        in[a] = gpuaug_to_opmath(reinterpret_cast<const gpuaug_scalar_t*>(ptr.p[GPUAUG_NUM_OUT + a])[i]);
-      }
-      gpuaug_apply(in, out);
-#pragma unroll
-      for (int o = 0; o < GPUAUG_NUM_OUT; ++o) reinterpret_cast<gpuaug_scalar_t*>(ptr.p[o])[i] = gpuaug_from_opmath(out[o]);
-    }
-  }
-}
-)";
+// The kernels are written out without loops over operands, vector lanes or unrolled steps
+// (only over dimensions): with NVRTC's fast-compile level, which does not unroll, a loop over a
+// local array would keep that array in local memory instead of registers.
+struct Writer {
+  const ElementwiseSpec& spec;
+  size_t num_in() const { return spec.inputs.size(); }
+  size_t num_out() const { return spec.outputs.size(); }
+  size_t operands() const { return num_in() + num_out(); }
 
-// Any strides, 32-bit offsets: multiply-high divisions (Granlund and Montgomery) split the linear
-// index; kUnroll elements in flight per thread. Layout32 is what the host packs, word for word.
-const char* kStrided32Kernel = R"(
-struct gpuaug_layout32 {
-  unsigned ndim;
-  unsigned divider[GPUAUG_MAX_DIMS][3];  // divisor, magic, shift
-  unsigned strides[GPUAUG_MAX_DIMS][GPUAUG_NUM_OUT + GPUAUG_NUM_IN];  // bytes
+  // "opmath_t r_0, r_1; gpuaug_apply(in(0), in(1), r_0, r_1);" then store(o, "r_o") for each.
+  template <typename In, typename Store>
+  std::string apply(const std::string& indent, In in, Store store) const {
+    std::string s = indent + "{\n" + indent + "  opmath_t";
+    for (size_t o = 0; o < num_out(); ++o) s += (o ? ", r" : " r") + std::to_string(o);
+    s += ";\n" + indent + "  gpuaug_apply(";
+    for (size_t a = 0; a < num_in(); ++a) s += in(a) + ", ";
+    for (size_t o = 0; o < num_out(); ++o) s += "r" + std::to_string(o) + (o + 1 < num_out() ? ", " : ");\n");
+    for (size_t o = 0; o < num_out(); ++o) s += indent + "  " + store(o, "r" + std::to_string(o)) + "\n";
+    return s + indent + "}\n";
+  }
+
+  static std::string operand(size_t i) { return "ptr.p[" + std::to_string(i) + "]"; }
+
+  // Contiguous operands: a full block takes kUnroll 16-byte vectors per thread and input
+  // (1-element "vectors" when some pointer is not aligned), all loads before any store; the last,
+  // partial block goes element by element.
+  std::string flat(const std::string& name, int width) const {
+    const std::string W = std::to_string(width), block = std::to_string(kUnroll * kThreads * width);
+    std::string s = "struct alignas(sizeof(gpuaug_scalar_t) * " + W + ") gpuaug_vec { gpuaug_scalar_t v[" + W + "]; };\n";
+    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + name +
+         "(long long n, gpuaug_pointers ptr) {\n";
+    s += "  const long long first = (long long)blockIdx.x * " + block + ";\n";
+    s += "  if (first + " + block + " <= n) {\n";
+    auto offset = [&](int j) {
+      return "(first + (long long)(" + std::to_string(j * kThreads) + " + threadIdx.x) * " + W +
+             ") * sizeof(gpuaug_scalar_t)";
+    };
+    for (int j = 0; j < kUnroll; ++j) {
+      for (size_t a = 0; a < num_in(); ++a) {
+        s += "    const gpuaug_vec x" + std::to_string(j) + "_" + std::to_string(a) +
+             " = *reinterpret_cast<const gpuaug_vec*>(" + operand(num_out() + a) + " + " + offset(j) + ");\n";
+      }
+    }
+    for (int j = 0; j < kUnroll; ++j) {
+      const std::string J = std::to_string(j);
+      s += "    {\n      gpuaug_vec";
+      for (size_t o = 0; o < num_out(); ++o) s += (o ? ", y" : " y") + std::to_string(o);
+      s += ";\n";
+      for (int k = 0; k < width; ++k) {
+        const std::string K = std::to_string(k);
+        s += apply("      ",
+                   [&](size_t a) { return "gpuaug_to_opmath(x" + J + "_" + std::to_string(a) + ".v[" + K + "])"; },
+                   [&](size_t o, const std::string& r) { return "y" + std::to_string(o) + ".v[" + K + "] = gpuaug_from_opmath(" + r + ");"; });
+      }
+      for (size_t o = 0; o < num_out(); ++o) {
+        s += "      *reinterpret_cast<gpuaug_vec*>(" + operand(o) + " + " + offset(j) + ") = y" + std::to_string(o) + ";\n";
+      }
+      s += "    }\n";
+    }
+    s += "  } else {\n";
+    s += "    for (long long i = first + threadIdx.x; i < n; i += " + std::to_string(kThreads) + ")\n";
+    s += apply("    ",
+               [&](size_t a) { return "gpuaug_to_opmath(reinterpret_cast<const gpuaug_scalar_t*>(" + operand(num_out() + a) + ")[i])"; },
+               [&](size_t o, const std::string& r) { return "reinterpret_cast<gpuaug_scalar_t*>(" + operand(o) + ")[i] = gpuaug_from_opmath(" + r + ");"; });
+    return s + "  }\n}\n";
+  }
+
+  // Offsets o<u>_<operand> of a linear index, dimension 0 fastest: 32-bit with multiply-high
+  // divisions (Granlund and Montgomery), or 64-bit with real ones.
+  std::string offsets(const std::string& indent, const std::string& u, bool wide) const {
+    const std::string type = wide ? "long long" : "unsigned";
+    std::string s;
+    s += indent + type + " rest = linear" + u + ";\n";
+    s += indent + "for (int d = 0; d < (int)layout.ndim; ++d) {\n";
+    if (wide) {
+      s += indent + "  const long long index = rest % layout.sizes[d];\n";
+      s += indent + "  rest /= layout.sizes[d];\n";
+    } else {
+      s += indent + "  const unsigned next = (__umulhi(rest, layout.divider[d][1]) + rest) >> layout.divider[d][2];\n";
+      s += indent + "  const unsigned index = rest - next * layout.divider[d][0];\n";
+      s += indent + "  rest = next;\n";
+    }
+    for (size_t a = 0; a < operands(); ++a) {
+      const std::string A = std::to_string(a);
+      s += indent + "  o" + u + "_" + A + " += index * layout.strides[d][" + A + "];\n";
+    }
+    return s + indent + "}\n";
+  }
+
+  std::string declare_offsets(const std::string& indent, const std::string& type, const std::string& u) const {
+    std::string s = indent + type;
+    for (size_t a = 0; a < operands(); ++a) s += (a ? ", o" : " o") + u + "_" + std::to_string(a) + " = 0";
+    return s + ";\n";
+  }
+
+  std::string load(const std::string& u, size_t a) const {
+    return "gpuaug_to_opmath(*reinterpret_cast<const gpuaug_scalar_t*>(" + operand(num_out() + a) +
+           " + o" + u + "_" + std::to_string(num_out() + a) + "))";
+  }
+
+  std::string store(const std::string& u, size_t o, const std::string& r) const {
+    return "*reinterpret_cast<gpuaug_scalar_t*>(" + operand(o) + " + o" + u + "_" + std::to_string(o) +
+           ") = gpuaug_from_opmath(" + r + ");";
+  }
+
+  std::string layout_struct(bool wide) const {
+    const std::string M = std::to_string(operands()), D = std::to_string(kMaxDims);
+    if (wide) {
+      return "struct gpuaug_layout { long long ndim; long long sizes[" + D + "]; long long strides[" + D + "][" + M + "]; };\n";
+    }
+    // divider: divisor, magic, shift
+    return "struct gpuaug_layout { unsigned ndim; unsigned divider[" + D + "][3]; unsigned strides[" + D + "][" + M + "]; };\n";
+  }
+
+  // Any strides, 32-bit offsets, kUnroll elements per thread: every load before any store.
+  std::string strided32(const std::string& name) const {
+    std::string s = layout_struct(false);
+    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + name +
+         "(unsigned n, gpuaug_pointers ptr, const __grid_constant__ gpuaug_layout layout) {\n";
+    s += "  const unsigned first = blockIdx.x * " + std::to_string(kThreads * kUnroll) + " + threadIdx.x;\n";
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::string U = std::to_string(u);
+      s += "  const unsigned linear" + U + " = first + " + std::to_string(u * kThreads) + ";\n";
+      s += declare_offsets("  ", "unsigned", U);
+      s += "  opmath_t";
+      for (size_t a = 0; a < num_in(); ++a) s += (a ? ", v" : " v") + U + "_" + std::to_string(a) + " = 0";
+      s += ";\n  if (linear" + U + " < n) {\n" + offsets("    ", U, false);
+      for (size_t a = 0; a < num_in(); ++a) s += "    v" + U + "_" + std::to_string(a) + " = " + load(U, a) + ";\n";
+      s += "  }\n";
+    }
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::string U = std::to_string(u);
+      s += "  if (linear" + U + " < n)\n";
+      s += apply("  ", [&](size_t a) { return "v" + U + "_" + std::to_string(a); },
+                 [&](size_t o, const std::string& r) { return store(U, o, r); });
+    }
+    return s + "}\n";
+  }
+
+  // Any strides and sizes: 64-bit offsets, a grid-stride loop.
+  std::string strided64(const std::string& name) const {
+    std::string s = layout_struct(true);
+    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + name +
+         "(long long n, gpuaug_pointers ptr, const __grid_constant__ gpuaug_layout layout) {\n";
+    s += "  for (long long linear = (long long)blockIdx.x * " + std::to_string(kThreads) +
+         " + threadIdx.x; linear < n; linear += (long long)gridDim.x * " + std::to_string(kThreads) + ") {\n";
+    s += declare_offsets("    ", "long long", "");
+    s += offsets("    ", "", true);
+    s += apply("    ", [&](size_t a) { return load("", a); },
+               [&](size_t o, const std::string& r) { return store("", o, r); });
+    return s + "  }\n}\n";
+  }
 };
-extern "C" __global__ void __launch_bounds__(GPUAUG_THREADS)
-GPUAUG_KERNEL(unsigned n, gpuaug_pointers ptr, const __grid_constant__ gpuaug_layout32 layout) {
-  opmath_t in[GPUAUG_UNROLL][GPUAUG_NUM_IN];
-  unsigned out_offset[GPUAUG_UNROLL][GPUAUG_NUM_OUT];
-  const unsigned first = blockIdx.x * GPUAUG_THREADS * GPUAUG_UNROLL + threadIdx.x;
-#pragma unroll
-  for (int u = 0; u < GPUAUG_UNROLL; ++u) {
-    unsigned rest = first + u * GPUAUG_THREADS;
-    if (rest >= n) break;
-    unsigned offset[GPUAUG_NUM_OUT + GPUAUG_NUM_IN] = {};
-    for (unsigned d = 0; d < layout.ndim; ++d) {
-      const unsigned next = (__umulhi(rest, layout.divider[d][1]) + rest) >> layout.divider[d][2];
-      const unsigned index = rest - next * layout.divider[d][0];
-      rest = next;
-#pragma unroll
-      for (int a = 0; a < GPUAUG_NUM_OUT + GPUAUG_NUM_IN; ++a) offset[a] += index * layout.strides[d][a];
-    }
-#pragma unroll
-    for (int o = 0; o < GPUAUG_NUM_OUT; ++o) out_offset[u][o] = offset[o];
-#pragma unroll
-    for (int a = 0; a < GPUAUG_NUM_IN; ++a) {
-      in[u][a] = gpuaug_to_opmath(*reinterpret_cast<const gpuaug_scalar_t*>(ptr.p[GPUAUG_NUM_OUT + a] + offset[GPUAUG_NUM_OUT + a]));
-    }
-  }
-#pragma unroll
-  for (int u = 0; u < GPUAUG_UNROLL; ++u) {
-    if (first + u * GPUAUG_THREADS >= n) break;
-    opmath_t out[GPUAUG_NUM_OUT];
-    gpuaug_apply(in[u], out);
-#pragma unroll
-    for (int o = 0; o < GPUAUG_NUM_OUT; ++o) {
-      *reinterpret_cast<gpuaug_scalar_t*>(ptr.p[o] + out_offset[u][o]) = gpuaug_from_opmath(out[o]);
-    }
-  }
-}
-)";
-
-// Any strides and sizes: 64-bit offsets, a grid-stride loop.
-const char* kStrided64Kernel = R"(
-struct gpuaug_layout64 {
-  long long ndim;
-  long long sizes[GPUAUG_MAX_DIMS];
-  long long strides[GPUAUG_MAX_DIMS][GPUAUG_NUM_OUT + GPUAUG_NUM_IN];  // bytes
-};
-extern "C" __global__ void __launch_bounds__(GPUAUG_THREADS)
-GPUAUG_KERNEL(long long n, gpuaug_pointers ptr, const __grid_constant__ gpuaug_layout64 layout) {
-  for (long long linear = (long long)blockIdx.x * GPUAUG_THREADS + threadIdx.x; linear < n;
-       linear += (long long)gridDim.x * GPUAUG_THREADS) {
-    long long offset[GPUAUG_NUM_OUT + GPUAUG_NUM_IN] = {};
-    long long rest = linear;
-    for (int d = 0; d < layout.ndim; ++d) {
-      const long long index = rest % layout.sizes[d];
-      rest /= layout.sizes[d];
-#pragma unroll
-      for (int a = 0; a < GPUAUG_NUM_OUT + GPUAUG_NUM_IN; ++a) offset[a] += index * layout.strides[d][a];
-    }
-    opmath_t in[GPUAUG_NUM_IN], out[GPUAUG_NUM_OUT];
-#pragma unroll
-    for (int a = 0; a < GPUAUG_NUM_IN; ++a) {
-      in[a] = gpuaug_to_opmath(*reinterpret_cast<const gpuaug_scalar_t*>(ptr.p[GPUAUG_NUM_OUT + a] + offset[GPUAUG_NUM_OUT + a]));
-    }
-    gpuaug_apply(in, out);
-#pragma unroll
-    for (int o = 0; o < GPUAUG_NUM_OUT; ++o) {
-      *reinterpret_cast<gpuaug_scalar_t*>(ptr.p[o] + offset[o]) = gpuaug_from_opmath(out[o]);
-    }
-  }
-}
-)";
-
-std::string define(const char* name, const std::string& value) {
-  return std::string("#define ") + name + " " + value + "\n";
-}
 
 }  // namespace
 
@@ -196,24 +219,19 @@ std::string kernel_name(const ElementwiseSpec& spec, Layout layout) {
 }
 
 std::string elementwise_source(const ElementwiseSpec& spec, at::ScalarType dtype, Layout layout) {
-  const size_t element_size = c10::elementSize(dtype);
   std::string s = "// gpuaug.jit element-wise kernel '" + spec.name + "', " +
                   c10::toString(dtype) + ", " + layout_suffix(layout) + "\n";
-  s += define("GPUAUG_KERNEL", kernel_name(spec, layout));
-  s += define("GPUAUG_NUM_IN", std::to_string(spec.inputs.size()));
-  s += define("GPUAUG_NUM_OUT", std::to_string(spec.outputs.size()));
-  s += define("GPUAUG_THREADS", std::to_string(kThreads));
-  s += define("GPUAUG_UNROLL", std::to_string(kUnroll));
-  s += define("GPUAUG_MAX_DIMS", std::to_string(kMaxDims));
-  s += define("GPUAUG_WIDTH", layout == Layout::kVectorized ? std::to_string(16 / element_size) : "1");
   s += dtype_prelude(dtype);
-  s += "struct gpuaug_pointers { char* p[GPUAUG_NUM_OUT + GPUAUG_NUM_IN]; };\n";
+  s += "struct gpuaug_pointers { char* p[" + std::to_string(spec.inputs.size() + spec.outputs.size()) +
+       "]; };  // outputs, then inputs\n";
   s += apply_function(spec);
+  const Writer writer{spec};
+  const std::string name = kernel_name(spec, layout);
   switch (layout) {
-    case Layout::kVectorized:
-    case Layout::kContiguous: return s + kFlatKernel;
-    case Layout::kStrided32: return s + kStrided32Kernel;
-    case Layout::kStrided64: return s + kStrided64Kernel;
+    case Layout::kVectorized: return s + writer.flat(name, 16 / static_cast<int>(c10::elementSize(dtype)));
+    case Layout::kContiguous: return s + writer.flat(name, 1);
+    case Layout::kStrided32: return s + writer.strided32(name);
+    case Layout::kStrided64: return s + writer.strided64(name);
   }
   return s;
 }
