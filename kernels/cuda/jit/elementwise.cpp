@@ -126,7 +126,7 @@ void ElementwiseKernels::run(at::TensorIteratorBase& iter) {
     case Layout::kVectorized:
     case Layout::kContiguous: {
       const int64_t width = layout == Layout::kVectorized ? 16 / iter.element_size(0) : 1;
-      blocks = ceil_div(n, int64_t(kThreads) * kUnroll * width);
+      blocks = ceil_div(n, int64_t(kThreads) * kFlatVectors * width);
       break;
     }
     case Layout::kStrided32: {
@@ -143,7 +143,7 @@ void ElementwiseKernels::run(at::TensorIteratorBase& iter) {
       }
       args[0] = &count32;
       args[2] = layout32.data();
-      blocks = ceil_div(n, int64_t(kThreads) * kUnroll);
+      blocks = ceil_div(n, int64_t(kThreads) * kStridedUnroll);
       break;
     }
     case Layout::kStrided64: {

@@ -81,11 +81,11 @@ struct Writer {
 
   static std::string operand(size_t i) { return "ptr.p[" + std::to_string(i) + "]"; }
 
-  // Contiguous operands: a full block takes kUnroll 16-byte vectors per thread and input
+  // Contiguous operands: a full block takes kFlatVectors 16-byte vectors per thread and input
   // (1-element "vectors" when some pointer is not aligned), all loads before any store; the last,
   // partial block goes element by element.
   std::string flat(const std::string& name, int width) const {
-    const std::string W = std::to_string(width), block = std::to_string(kUnroll * kThreads * width);
+    const std::string W = std::to_string(width), block = std::to_string(kFlatVectors * kThreads * width);
     std::string s = "struct alignas(sizeof(gpuaug_scalar_t) * " + W + ") gpuaug_vec { gpuaug_scalar_t v[" + W + "]; };\n";
     s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + name +
          "(long long n, gpuaug_pointers ptr) {\n";
@@ -95,13 +95,13 @@ struct Writer {
       return "(first + (long long)(" + std::to_string(j * kThreads) + " + threadIdx.x) * " + W +
              ") * sizeof(gpuaug_scalar_t)";
     };
-    for (int j = 0; j < kUnroll; ++j) {
+    for (int j = 0; j < kFlatVectors; ++j) {
       for (size_t a = 0; a < num_in(); ++a) {
         s += "    const gpuaug_vec x" + std::to_string(j) + "_" + std::to_string(a) +
              " = *reinterpret_cast<const gpuaug_vec*>(" + operand(num_out() + a) + " + " + offset(j) + ");\n";
       }
     }
-    for (int j = 0; j < kUnroll; ++j) {
+    for (int j = 0; j < kFlatVectors; ++j) {
       const std::string J = std::to_string(j);
       s += "    {\n      gpuaug_vec";
       for (size_t o = 0; o < num_out(); ++o) s += (o ? ", y" : " y") + std::to_string(o);
@@ -172,13 +172,13 @@ struct Writer {
     return "struct gpuaug_layout { unsigned ndim; unsigned divider[" + D + "][3]; unsigned strides[" + D + "][" + M + "]; };\n";
   }
 
-  // Any strides, 32-bit offsets, kUnroll elements per thread: every load before any store.
+  // Any strides, 32-bit offsets, kStridedUnroll elements per thread: every load before any store.
   std::string strided32(const std::string& name) const {
     std::string s = layout_struct(false);
     s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + name +
          "(unsigned n, gpuaug_pointers ptr, const __grid_constant__ gpuaug_layout layout) {\n";
-    s += "  const unsigned first = blockIdx.x * " + std::to_string(kThreads * kUnroll) + " + threadIdx.x;\n";
-    for (int u = 0; u < kUnroll; ++u) {
+    s += "  const unsigned first = blockIdx.x * " + std::to_string(kThreads * kStridedUnroll) + " + threadIdx.x;\n";
+    for (int u = 0; u < kStridedUnroll; ++u) {
       const std::string U = std::to_string(u);
       s += "  const unsigned linear" + U + " = first + " + std::to_string(u * kThreads) + ";\n";
       s += declare_offsets("  ", "unsigned", U);
@@ -188,7 +188,7 @@ struct Writer {
       for (size_t a = 0; a < num_in(); ++a) s += "    v" + U + "_" + std::to_string(a) + " = " + load(U, a) + ";\n";
       s += "  }\n";
     }
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kStridedUnroll; ++u) {
       const std::string U = std::to_string(u);
       s += "  if (linear" + U + " < n)\n";
       s += apply("  ", [&](size_t a) { return "v" + U + "_" + std::to_string(a); },

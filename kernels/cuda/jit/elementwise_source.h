@@ -10,7 +10,10 @@
 namespace gpuaug::jit {
 
 constexpr int kThreads = 256;    // threads per block
-constexpr int kUnroll = 2;       // elements (or 16-byte vectors) in flight per thread
+// 16-byte vectors per thread and input of the contiguous kernels: one is enough to reach the copy
+// bandwidth, and each more costs NVRTC time on a first call.
+constexpr int kFlatVectors = 1;
+constexpr int kStridedUnroll = 2;  // elements in flight per thread of the 32-bit strided kernel
 constexpr int kMaxDims = 25;     // TensorIterator's limit
 constexpr int kMaxInputs = 8;
 
