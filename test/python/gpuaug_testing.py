@@ -109,3 +109,106 @@ def build_environment():
     if nccl.is_dir():
         env["LDFLAGS"] = f"-Wl,-rpath-link,{nccl}"
     return env
+
+
+# --- Every op, forward and backward (test_modes, test_concurrency, test_leaks) -----------------
+
+EVERY_OP = ["relu", "mul", "round_ste", "color_transform", "lltm", "jit_elementwise"]
+
+# name -> one (shape, scale, offset) per input: uniform values in [offset, offset + scale).
+# Big enough that two CPU threads split the work (TensorIterator's grain: 32768 elements).
+_OP_INPUTS = {
+    "relu": [((256, 257), 1, -0.5)],
+    "mul": [((256, 257), 1, 0), ((257,), 1, 0)],
+    "round_ste": [((256, 257), 8, 0)],
+    # image, color, brightness, contrast, gamma
+    "color_transform": [((8, 3, 65, 67), 1, 0), ((8, 3), 1, 0.5), ((8,), 0.2, 0), ((8,), 1, 0.5),
+                        ((8,), 1, 0.5)],
+    # input [B, I], weights [3S, S + I], bias [3S], old_h and old_cell [B, S]
+    "lltm": [((300, 9), 1, -0.5), ((99, 42), 1, -0.5), ((99,), 1, 0), ((300, 33), 1, 0),
+             ((300, 33), 1, 0)],
+    "jit_elementwise": [((256, 257), 2, -1), ((256, 257), 2, -1)],
+}
+# Tens of elements: calls that cost the host's time only (test_leaks).
+_SMALL_OP_INPUTS = {
+    "relu": [((4, 33), 1, -0.5)],
+    "mul": [((4, 33), 1, 0), ((33,), 1, 0)],
+    "round_ste": [((4, 33), 8, 0)],
+    "color_transform": [((2, 3, 5, 7), 1, 0), ((2, 3), 1, 0.5), ((2,), 0.2, 0), ((2,), 1, 0.5),
+                        ((2,), 1, 0.5)],
+    "lltm": [((4, 3), 1, -0.5), ((15, 8), 1, -0.5), ((15,), 1, 0), ((4, 5), 1, 0), ((4, 5), 1, 0)],
+    "jit_elementwise": [((4, 33), 2, -1), ((4, 33), 2, -1)],
+}
+
+
+def jit_fma(name="testing_fma"):
+    """x * y + y, run-time compiled and differentiable in both inputs. A name not used before is a
+    kernel not compiled before: its first call compiles it."""
+    import gpuaug.jit
+    return gpuaug.jit.elementwise(name, "x * y + y", inputs=("x", "y"),
+                                  grads=("grad * y", "grad * (x + 1)"))
+
+
+JIT_FMA = jit_fma()
+
+
+def op_device_params():
+    """(name, device) for @pytest.mark.parametrize("name, device", ...): every op on the CPU and on
+    CUDA (skipped without a GPU), jit_elementwise on CUDA only (there is no run-time CPU compiler)."""
+    return [pytest.param(name, device, id=f"{name}-{device}",
+                         marks=[requires_cuda] if device == "cuda" else [])
+            for device in ("cpu", "cuda") for name in EVERY_OP
+            if not (device == "cpu" and name == "jit_elementwise")]
+
+
+def _uniform(shape, seed, scale=1.0, offset=0.0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(shape, generator=g) * scale + offset
+
+
+def op_case(name, seed=0, small=False):
+    """CPU float32 inputs of op `name` and gradients for its outputs, from `seed`: move them to a
+    device with `on_device`."""
+    specs = (_SMALL_OP_INPUTS if small else _OP_INPUTS)[name]
+    inputs = [_uniform(shape, 1000 * seed + i, scale, offset)
+              for i, (shape, scale, offset) in enumerate(specs)]
+    # The outputs have the first input's shape (lltm: two of old_cell's).
+    out_shapes = [specs[4][0]] * 2 if name == "lltm" else [specs[0][0]]
+    grads = [_uniform(shape, 1000 * seed + 100 + i, 2, -1) for i, shape in enumerate(out_shapes)]
+    return inputs, grads
+
+
+def on_device(case, device):
+    """op_case's tensors on `device`: the inputs as leaves that require grad."""
+    inputs, grads = case
+    return [x.to(device).requires_grad_() for x in inputs], [g.to(device) for g in grads]
+
+
+def call_op(name, inputs, jit_op=None):
+    """The outputs of op `name` (a list); jit_elementwise is `jit_op`, by default JIT_FMA."""
+    ops = torch.ops.gpuaug
+    if name == "lltm":
+        return list(ops.lltm(*inputs))
+    if name == "jit_elementwise":
+        return [(jit_op or JIT_FMA)(*inputs)]
+    return [getattr(ops, name)(*inputs)]
+
+
+def forward_backward(name, inputs, grads, jit_op=None):
+    """Outputs (detached) and the gradients of every input, by torch.autograd.grad."""
+    outputs = call_op(name, inputs, jit_op)
+    return [o.detach() for o in outputs] + list(torch.autograd.grad(outputs, inputs, grads))
+
+
+def as_bits(t):
+    """`t` viewed as integers of its width: equal bits compare equal, NaN and -0.0 included."""
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def assert_same_bits(actual, expected, what=""):
+    assert len(actual) == len(expected), what
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        assert a.shape == e.shape and a.dtype == e.dtype, f"{what}: result {i}"
+        assert torch.equal(as_bits(a), as_bits(e)), (
+            f"{what}: result {i} differs in {(as_bits(a) != as_bits(e)).sum().item()} of "
+            f"{a.numel()} elements")
