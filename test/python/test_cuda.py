@@ -1,6 +1,6 @@
 """CUDA-only behaviour of the gpuaug kernels: the vectorised and misaligned paths around the vector
-width, the strided path with many dimensions, 64-bit indexing, streams, CUDA graphs and devices
-other than the current one. Everything here is skipped without a GPU."""
+width, the strided path with many dimensions, streams, CUDA graphs and devices other than the
+current one (64-bit indexing: test_large.py). Everything here is skipped without a GPU."""
 import pytest
 import torch
 
@@ -108,38 +108,6 @@ def test_mul_backward_broadcast_reduction(dtype):
     g = grad.cpu()
     assert_sum_close(ga.cpu(), mul_ref(g, b.cpu()).double())
     assert_sum_close(gb.cpu(), mul_ref(g, a.cpu()).double())
-
-
-def test_int64_indexing():
-    # More than 2^31 elements: the kernels index with 64 bits.
-    n = (1 << 31) + 1029
-    if torch.cuda.mem_get_info()[0] < 24 * 2**30:
-        pytest.skip("needs 24 GiB of free GPU memory")
-    x = torch.randn(n, device="cuda", dtype=torch.float16) * 4
-    b = torch.randn(n, device="cuda", dtype=torch.float16)
-    chunk = 1 << 27
-    for name, ref in [("relu", lambda xs, bs: relu_ref(xs)), ("round_ste", lambda xs, bs: round_ste_ref(xs)),
-                      ("mul", mul_ref)]:
-        out = ops.mul(x, b) if name == "mul" else getattr(ops, name)(x)
-        for start in range(0, n, chunk):
-            part = slice(start, start + chunk)
-            assert torch.equal(out[part], ref(x[part], b[part])), f"{name}: wrong in [{start}, +{chunk})"
-        del out
-    y = ops.relu(x[1:])   # misaligned: the one-element-per-iteration kernel
-    assert torch.equal(y[-chunk:], relu_ref(x[-chunk:]))
-    del y
-    # Strided (every other column) with byte offsets past 2^32 but fewer than 2^31 elements,
-    # also broadcast against a row: offsets must not be truncated to 32 bits.
-    rows = n // 1024
-    xs = x[:rows * 1024].view(rows, 1024)[:, ::2]
-    row = b[:512].view(1, 512)
-    step = chunk // 512
-    for name, ref in [("relu", lambda p: relu_ref(xs[p])), ("mul", lambda p: mul_ref(xs[p], row))]:
-        out = ops.mul(xs, row) if name == "mul" else ops.relu(xs)
-        for start in range(0, rows, step):
-            part = slice(start, start + step)
-            assert torch.equal(out[part], ref(part)), f"strided {name}: wrong in rows [{start}, +{step})"
-        del out
 
 
 @pytest.mark.parametrize("name", list(CASES))
