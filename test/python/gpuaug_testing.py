@@ -154,7 +154,7 @@ JIT_FMA = jit_fma()
 
 def op_device_params():
     """(name, device) for @pytest.mark.parametrize("name, device", ...): every op on the CPU and on
-    CUDA (skipped without a GPU), jit_elementwise on CUDA only (there is no run-time CPU compiler)."""
+    CUDA (skipped without a GPU), jit_elementwise on CUDA only (no run-time CPU compiler)."""
     return [pytest.param(name, device, id=f"{name}-{device}",
                          marks=[requires_cuda] if device == "cuda" else [])
             for device in ("cpu", "cuda") for name in EVERY_OP
