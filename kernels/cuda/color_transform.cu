@@ -221,7 +221,7 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
 #pragma unroll
         for (int w = 0; w < kWords; ++w) mine[lane * kWords + w] = y.run[0].w[w];
         __syncwarp();
-        uint4* dst = reinterpret_cast<uint4*>(out + offset + (g - lane) * V * C);
+        uint4* dst = reinterpret_cast<uint4*>(out + offset + int64_t(g - lane) * V * C);
 #pragma unroll
         for (int w = 0; w < kWords; ++w) store_word(dst + w * 32 + lane, mine[w * 32 + lane]);
         __syncwarp();
