@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
+#include "kernels/cpu/sum_to.h"
 #include "kernels/mul.h"
 #include "ops/checks.h"
 
@@ -100,7 +101,8 @@ void product_summed_to(const at::Tensor& out, const at::Tensor& grad, const at::
   at::Tensor full = at::empty(grad.sizes(), grad.options());
   auto iter = make_iterator(full, grad, other);
   multiply(iter);
-  out.copy_(at::sum_to(full, out.sizes()));
+  out.copy_(full.is_cpu() ? cpu::deterministic_sum_to(full, out.sizes())
+                          : at::sum_to(full, out.sizes()));
 }
 
 std::tuple<at::Tensor, at::Tensor> mul_backward_kernel(const at::Tensor& grad, const at::Tensor& a,

@@ -3,7 +3,7 @@ nothing is saved for backward under no_grad or inference_mode; forward and backw
 bits twice under torch.use_deterministic_algorithms(True), and write every element of their
 outputs (that mode fills fresh memory with NaN); the CPU kernels give the same bits on 1 and N
 intra-op threads (lltm's CPU matrix products, MKL's, only nearly: see BLAS_RESULTS; mul's gradient
-of a one-element operand not yet: an xfail).
+of a broadcast operand sums serially for this).
 
 lltm's CUDA matrix products are cuBLAS's. PyTorch used to raise for them under deterministic
 algorithms unless CUBLAS_WORKSPACE_CONFIG=:4096:8 (or :16:8) was set before the run; PyTorch 2.11,
@@ -92,9 +92,6 @@ def test_same_bits_on_one_and_n_threads(name, threads):
     assert_same_bits([n[i] for i in keep], [one[i] for i in keep], f"{name} on {threads} threads")
 
 
-@pytest.mark.xfail(strict=True, reason="the CPU _mul_backward sums a broadcast operand with "
-                   "at::sum_to, and at::sum's reduction to one element splits its sum by the "
-                   "thread count (two-pass reduction)")
 def test_mul_gradient_of_one_element_on_one_and_two_threads():
     # The gradient of a one-element b is one sum over all of a's 65,792 elements.
     previous = torch.get_num_threads()
