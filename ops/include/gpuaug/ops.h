@@ -1,5 +1,6 @@
 // gpuaug's C++ API: typed functions that call the registered operators through the dispatcher,
 // so they take the same CPU, CUDA and autograd paths as torch.ops.gpuaug.* in Python.
+// Under autocast they follow README's "Mixed precision (autocast)" (kernels in ops/autocast/).
 #pragma once
 
 #include <ATen/core/Tensor.h>
