@@ -45,17 +45,19 @@ struct LltmCellGrad {
   }
 };
 
-// Contiguous operands. gates [3S, B]: weights @ cat([old_h, input], 1)^T, gate-major (rows i,
-// then o, then c; one column per sample), the orientation in which cuBLAS multiplies fastest for
-// small B; bias [3S]; old_cell, new_h, new_cell [B, S].
+// gates [3S, B]: weights @ cat([old_h, input], 1)^T, gate-major (rows i, then o, then c; one
+// column per sample), the orientation in which cuBLAS multiplies fastest for small B; gates,
+// grad_gates and bias contiguous. The [B, S] operands may have any strides (a gradient arrives as
+// the transposed view the backward's product returns, or expanded from a sum), and an undefined
+// grad_h or grad_cell is zero; new_h, new_cell and grad_old_cell are contiguous.
 using LltmForwardLoop = void (*)(const at::Tensor& gates, const at::Tensor& bias,
                                  const at::Tensor& old_cell, const at::Tensor& new_h,
                                  const at::Tensor& new_cell);
-// grad_h, grad_cell, old_cell, grad_old_cell [B, S]; gates, grad_gates [3S, B]; bias [3S].
+// grad_bias = grad_gates.sum(1) [3S] and grad_old_cell are written when defined.
 using LltmBackwardLoop = void (*)(const at::Tensor& grad_h, const at::Tensor& grad_cell,
                                   const at::Tensor& gates, const at::Tensor& bias,
                                   const at::Tensor& old_cell, const at::Tensor& grad_gates,
-                                  const at::Tensor& grad_old_cell);
+                                  const at::Tensor& grad_bias, const at::Tensor& grad_old_cell);
 
 extern Loops<LltmForwardLoop> lltm_forward_loops;
 extern Loops<LltmBackwardLoop> lltm_backward_loops;

@@ -1,13 +1,14 @@
-// Autograd kernels of gpuaug::lltm (and of its private forward and backward ops). The forward
-// keeps the gates' linear term weights @ X^T, which it computes anyway, and the inputs; the
-// backward's fused kernel recomputes the activations from them, which costs no extra pass over
-// memory, so nothing else ([3S, B] of activations, X) is stored per step. The backward's matrix
-// products are ATen's, and only those whose results are needed run (the input of a recurrent
+// Autograd kernels of gpuaug::lltm and of its private forward and backward ops. The forward keeps
+// x = cat([old_h, input], 1), which its product read and the weights' gradient reads again (no
+// concatenation in the backward), and the gates' linear term weights @ x^T, which it computes
+// anyway; the backward's fused kernel recomputes the activations from it, which costs no extra
+// pass over memory, so no [3S, B] of activations is stored per step. The backward is one op
+// (gpuaug::_lltm_backward), asked for only the gradients the graph needs (the input of a recurrent
 // cell is data, its gradient mostly unused).
-#include <ATen/ops/cat.h>
-#include <ATen/ops/mm.h>
-#include <ATen/ops/sum.h>
-#include <ATen/ops/zeros_like.h>
+//
+// The graph node is written out, as PyTorch's generated ones are, not a torch::autograd::Function:
+// at small sizes the host's time is the step's, and the Function's bookkeeping (metadata of every
+// input and output, output wrapping, a context) is a good part of it.
 #include <torch/autograd.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
@@ -19,115 +20,133 @@
 namespace gpuaug {
 namespace {
 
-using torch::autograd::AutogradContext;
+using torch::autograd::Node;
+using torch::autograd::SavedVariable;
 using torch::autograd::variable_list;
+using In = const at::Tensor&;
+using OptIn = const std::optional<at::Tensor>&;
 
-enum Input { kInput, kWeights, kBias, kOldH, kOldCell };
-
-class LltmFunction : public torch::autograd::Function<LltmFunction> {
- public:
-  // Returns (new_h, new_cell, gates); gates carry no gradient.
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& input,
-                               const at::Tensor& weights, const at::Tensor& bias,
-                               const at::Tensor& old_h, const at::Tensor& old_cell) {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    auto [new_h, new_cell, gates] = gpuaug::lltm_forward(input, weights, bias, old_h, old_cell);
-    ctx->save_for_backward({gates, input, weights, bias, old_h, old_cell});
-    ctx->mark_non_differentiable({gates});
-    // No zeros for the gates' gradient, which is never needed; those of new_h and new_cell are
-    // made below when only one of them was used.
-    ctx->set_materialize_grads(false);
-    return {new_h, new_cell, gates};
-  }
-
-  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    const auto saved = ctx->get_saved_variables();
-    const at::Tensor &gates = saved[0], &input = saved[1], &weights = saved[2], &bias = saved[3],
-                     &old_h = saved[4], &old_cell = saved[5];
-    auto defined = [&](const at::Tensor& grad) {
-      return grad.defined() ? grad : at::zeros_like(old_cell, at::MemoryFormat::Contiguous);
-    };
-    auto [grad_gates, grad_old_cell] =
-        gpuaug::lltm_backward(defined(grad_outputs[0]), defined(grad_outputs[1]), gates, bias,
-                              old_cell);
-    auto needs = [&](Input k) { return ctx->needs_input_grad(k); };
-    variable_list grads(5);
-    if (needs(kWeights)) grads[kWeights] = at::mm(grad_gates, at::cat({old_h, input}, 1));
-    if (needs(kBias)) grads[kBias] = grad_gates.sum(1);
-    if (needs(kInput) || needs(kOldH)) {
-      // d X = (weights^T @ grad_gates)^T, the fast orientation for few samples (see ops/lltm.cpp),
-      // over the columns of weights whose gradient is needed; returned as transposed views.
-      const c10::SymInt state = old_h.sym_size(1);
-      const at::Tensor columns =
-          needs(kInput) && needs(kOldH) ? weights
-          : needs(kOldH)                ? weights.narrow_symint(1, 0, state)
-                                        : weights.narrow_symint(1, state, input.sym_size(1));
-      const at::Tensor grad_x = at::mm(columns.t(), grad_gates).t();
-      if (needs(kOldH)) grads[kOldH] = needs(kInput) ? grad_x.narrow_symint(1, 0, state) : grad_x;
-      if (needs(kInput)) {
-        grads[kInput] =
-            needs(kOldH) ? grad_x.narrow_symint(1, state, input.sym_size(1)) : grad_x;
-      }
-    }
-    if (needs(kOldCell)) grads[kOldCell] = grad_old_cell;
-    return grads;
-  }
-};
-
-class LltmBackwardFunction : public torch::autograd::Function<LltmBackwardFunction> {
- public:
-  static variable_list forward(AutogradContext*, const at::Tensor& grad_h,
-                               const at::Tensor& grad_cell, const at::Tensor& gates,
-                               const at::Tensor& bias, const at::Tensor& old_cell) {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    auto [grad_gates, grad_old_cell] =
-        gpuaug::lltm_backward(grad_h, grad_cell, gates, bias, old_cell);
-    return {grad_gates, grad_old_cell};
-  }
-
-  static variable_list backward(AutogradContext*, variable_list) {
-    TORCH_CHECK(false, "gpuaug::lltm: double backward is not supported");
-  }
-};
-
-void check_args_defined(const at::Tensor& input, const at::Tensor& weights, const at::Tensor& bias,
-                        const at::Tensor& old_h, const at::Tensor& old_cell) {
-  check_defined("gpuaug::lltm", {{"input", &input}, {"weights", &weights}, {"bias", &bias},
-                                 {"old_h", &old_h}, {"old_cell", &old_cell}});
+std::optional<at::Tensor> given(at::Tensor& grad) {
+  return grad.defined() ? std::optional<at::Tensor>(std::move(grad)) : std::nullopt;
 }
 
-std::tuple<at::Tensor, at::Tensor> lltm_autograd(const at::Tensor& input, const at::Tensor& weights,
-                                                 const at::Tensor& bias, const at::Tensor& old_h,
-                                                 const at::Tensor& old_cell) {
-  check_args_defined(input, weights, bias, old_h, old_cell);
-  // Without a gradient to compute (no_grad, or no input requiring one), skip building the graph
-  // node and saving tensors: at small sizes the host's time is the op's time.
+// The node of one step; its inputs are the gradients of (new_h, new_cell), its next edges those
+// of (input, weights, bias, old_h, old_cell).
+struct LltmBackward : public Node {
+  SavedVariable gates, x, weights, bias, old_cell;
+
+  variable_list apply(variable_list&& grads) override {
+    LltmNeeds needs;
+    for (size_t k = 0; k < needs.size(); ++k) needs[k] = task_should_compute_output(k);
+    variable_list result(needs.size());
+    if (std::none_of(needs.begin(), needs.end(), [](bool need) { return need; })) return result;
+    const at::Tensor x_ = x.unpack(), old_cell_ = old_cell.unpack();
+    const auto out = gpuaug::lltm_backward(given(grads[0]), given(grads[1]), gates.unpack(), x_,
+                                           weights.unpack(), bias.unpack(), old_cell_, needs);
+    size_t next = 0;
+    if (needs[kLltmInput] || needs[kLltmOldH]) {
+      const at::Tensor& grad_x = out[next++];
+      if (needs[kLltmInput] && needs[kLltmOldH]) {
+        const c10::SymInt state = old_cell_.sym_size(1);
+        result[kLltmOldH] = grad_x.narrow_symint(1, 0, state);
+        result[kLltmInput] = grad_x.narrow_symint(1, state, x_.sym_size(1) - state);
+      } else {
+        result[needs[kLltmOldH] ? kLltmOldH : kLltmInput] = grad_x;
+      }
+    }
+    for (const int k : {kLltmWeights, kLltmBias, kLltmOldCell}) {
+      if (needs[k]) result[k] = out[next++];
+    }
+    return result;
+  }
+
+  std::string name() const override { return "LltmBackward"; }
+
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (SavedVariable* saved : {&gates, &x, &weights, &bias, &old_cell}) saved->reset_data();
+  }
+};
+
+// The node of _lltm_backward's outputs when a graph is built through it (create_graph).
+struct LltmDoubleBackward : public Node {
+  variable_list apply(variable_list&&) override {
+    TORCH_CHECK(false, "gpuaug::lltm: double backward is not supported");
+  }
+  std::string name() const override { return "LltmDoubleBackward"; }
+};
+
+template <typename NodeType, typename... Args>
+std::shared_ptr<NodeType> make_node(const Args&... inputs) {
+  std::shared_ptr<NodeType> node(new NodeType(), torch::autograd::deleteNode);
+  node->set_next_edges(torch::autograd::collect_next_edges(inputs...));
+  return node;
+}
+
+void check_args(In input, In weights, In bias, In old_h, In old_cell) {
+  check_defined("gpuaug::lltm", {{"input", &input}, {"weights", &weights}, {"bias", &bias},
+                                 {"old_h", &old_h}, {"old_cell", &old_cell}});
+  for (const at::Tensor* t : {&input, &weights, &bias, &old_h, &old_cell}) {
+    TORCH_CHECK_NOT_IMPLEMENTED(!t->_fw_grad(/*level=*/0).defined(),
+                                "gpuaug::lltm: forward-mode AD is not supported");
+  }
+}
+
+// _lltm_forward's outputs, with the step's node when a gradient is needed.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> forward_with_graph(
+    In input, In weights, In bias, In old_h, In old_cell) {
+  auto outputs = [&] {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return gpuaug::lltm_forward(input, weights, bias, old_h, old_cell);
+  }();
+  if (torch::autograd::compute_requires_grad(input, weights, bias, old_h, old_cell)) {
+    const auto& [new_h, new_cell, gates, x] = outputs;
+    auto node = make_node<LltmBackward>(input, weights, bias, old_h, old_cell);
+    node->gates = SavedVariable(gates, /*is_output=*/false);
+    node->x = SavedVariable(x, false);
+    node->weights = SavedVariable(weights, false);
+    node->bias = SavedVariable(bias, false);
+    node->old_cell = SavedVariable(old_cell, false);
+    torch::autograd::set_history(new_h, node);
+    torch::autograd::set_history(new_cell, node);
+  }
+  return outputs;
+}
+
+std::tuple<at::Tensor, at::Tensor> lltm_autograd(In input, In weights, In bias, In old_h,
+                                                 In old_cell) {
+  check_args(input, weights, bias, old_h, old_cell);
+  // Without a gradient to compute (no_grad, or no input requiring one): no node, nothing saved,
+  // and the op that skips returning what the backward would keep.
   if (!torch::autograd::compute_requires_grad(input, weights, bias, old_h, old_cell)) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return gpuaug::lltm(input, weights, bias, old_h, old_cell);
   }
-  const auto outputs = LltmFunction::apply(input, weights, bias, old_h, old_cell);
-  return {outputs[0], outputs[1]};
+  auto [new_h, new_cell, gates, x] = forward_with_graph(input, weights, bias, old_h, old_cell);
+  return {std::move(new_h), std::move(new_cell)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> lltm_forward_autograd(
-    const at::Tensor& input, const at::Tensor& weights, const at::Tensor& bias,
-    const at::Tensor& old_h, const at::Tensor& old_cell) {
-  check_args_defined(input, weights, bias, old_h, old_cell);
-  const auto outputs = LltmFunction::apply(input, weights, bias, old_h, old_cell);
-  return {outputs[0], outputs[1], outputs[2]};
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> lltm_forward_autograd(
+    In input, In weights, In bias, In old_h, In old_cell) {
+  check_args(input, weights, bias, old_h, old_cell);
+  return forward_with_graph(input, weights, bias, old_h, old_cell);
 }
 
-std::tuple<at::Tensor, at::Tensor> lltm_backward_autograd(const at::Tensor& grad_h,
-                                                          const at::Tensor& grad_cell,
-                                                          const at::Tensor& gates,
-                                                          const at::Tensor& bias,
-                                                          const at::Tensor& old_cell) {
-  check_defined("gpuaug::_lltm_backward", {{"grad_h", &grad_h}, {"grad_cell", &grad_cell},
-                                           {"gates", &gates}, {"bias", &bias},
-                                           {"old_cell", &old_cell}});
-  const auto grads = LltmBackwardFunction::apply(grad_h, grad_cell, gates, bias, old_cell);
-  return {grads[0], grads[1]};
+std::vector<at::Tensor> lltm_backward_autograd(OptIn grad_h, OptIn grad_cell, In gates, In x,
+                                               In weights, In bias, In old_cell, LltmNeeds needs) {
+  check_defined("gpuaug::_lltm_backward", {{"gates", &gates}, {"x", &x}, {"weights", &weights},
+                                           {"bias", &bias}, {"old_cell", &old_cell}});
+  auto grads = [&] {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return gpuaug::lltm_backward(grad_h, grad_cell, gates, x, weights, bias, old_cell, needs);
+  }();
+  if (torch::autograd::compute_requires_grad(grad_h, grad_cell, gates, x, weights, bias,
+                                             old_cell)) {
+    const auto node =
+        make_node<LltmDoubleBackward>(grad_h, grad_cell, gates, x, weights, bias, old_cell);
+    for (const at::Tensor& grad : grads) torch::autograd::set_history(grad, node);
+  }
+  return grads;
 }
 
 }  // namespace

@@ -108,10 +108,18 @@ def lltm(input: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor, old_h: 
     the half types compute in float32) on one device. Differentiable in all five. The module
     form is :class:`gpuaug.nn.LLTM`.
     """
-    args = {"input": input, "weights": weights, "bias": bias, "old_h": old_h,
-            "old_cell": old_cell}
-    for name, value in args.items():
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"gpuaug.lltm: expected '{name}' to be a torch.Tensor, but got "
-                            f"{type(value).__name__}")
-    return torch.ops.gpuaug.lltm(input, weights, bias, old_h, old_cell)
+    # One chained test on the common path: a step of a small cell takes a few microseconds of the
+    # host's time, and a dict and a loop here were a fair part of them.
+    if not (isinstance(input, _Tensor) and isinstance(weights, _Tensor) and
+            isinstance(bias, _Tensor) and isinstance(old_h, _Tensor) and
+            isinstance(old_cell, _Tensor)):
+        for name, value in zip(("input", "weights", "bias", "old_h", "old_cell"),
+                               (input, weights, bias, old_h, old_cell)):
+            if not isinstance(value, _Tensor):
+                raise TypeError(f"gpuaug.lltm: expected '{name}' to be a torch.Tensor, but got "
+                                f"{type(value).__name__}")
+    return _lltm(input, weights, bias, old_h, old_cell)
+
+
+_Tensor = torch.Tensor
+_lltm = torch.ops.gpuaug.lltm.default   # the overload itself: no lookup through the packet

@@ -26,10 +26,10 @@ TEST(LltmRegistration, SchemasAndKernels) {
        "-> (Tensor, Tensor)"},
       {"gpuaug::_lltm_forward",
        "gpuaug::_lltm_forward(Tensor input, Tensor weights, Tensor bias, Tensor old_h, "
-       "Tensor old_cell) -> (Tensor, Tensor, Tensor)"},
+       "Tensor old_cell) -> (Tensor, Tensor, Tensor, Tensor)"},
       {"gpuaug::_lltm_backward",
-       "gpuaug::_lltm_backward(Tensor grad_h, Tensor grad_cell, Tensor gates, Tensor bias, "
-       "Tensor old_cell) -> (Tensor, Tensor)"},
+       "gpuaug::_lltm_backward(Tensor? grad_h, Tensor? grad_cell, Tensor gates, Tensor x, "
+       "Tensor weights, Tensor bias, Tensor old_cell, bool[5] needs) -> Tensor[]"},
   };
   for (const auto& [name, schema] : expected) {
     const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");

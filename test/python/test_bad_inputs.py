@@ -161,8 +161,9 @@ CASES = [
     ("color gamma None", color_with(4, None), CT + "argument 'gamma' is an undefined tensor"),
     ("lltm None", lambda: ops.lltm(*lltm_with(1, None)),
      "gpuaug::lltm: argument 'weights' is an undefined tensor"),
-    ("lltm backward None", lambda: ops._lltm_backward(None, *lltm_args()[:4]),
-     "gpuaug::_lltm_backward: argument 'grad_h' is an undefined tensor"),
+    ("lltm backward None",
+     lambda: ops._lltm_backward(None, None, None, *lltm_args()[:4], [True] * 5),
+     "gpuaug::_lltm_backward: argument 'gates' is an undefined tensor"),
 ]
 
 

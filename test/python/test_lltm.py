@@ -159,14 +159,44 @@ def test_cuda_matches_cpu_and_unaligned_operands(dtype):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_strided_inputs(device):
-    args = make_args(6, 5, 12, torch.float32, device, seed=13)
-    # Column-major copies and an expanded bias row: the same values in other layouts.
-    column_major = [a.t().contiguous().t() for a in args]
-    views = column_major[:2] + [args[2][None].expand(2, -1)[1]] + column_major[3:]
-    assert not views[0].is_contiguous()
+    args = make_args(6, 5, 12, torch.float32, device, seed=13, requires_grad=True)
+    # Column-major copies and a stepped bias: the same values in other layouts.
+    column_major = [a.detach().t().contiguous().t().requires_grad_() for a in args]
+    stepped_bias = torch.stack([args[2].detach()] * 2, 1).flatten()[::2].requires_grad_()
+    views = column_major[:2] + [stepped_bias] + column_major[3:]
+    assert not views[0].is_contiguous() and not views[4].is_contiguous()
     # The matrix product may sum in another order for another layout.
-    for a, r in zip(lltm(*views), lltm(*args)):
+    out, ref = lltm(*views), lltm(*args)
+    for a, r in zip(out, ref):
         torch.testing.assert_close(a, r, **TOLERANCES[torch.float32])
+    grads = [torch.randn_like(o) for o in out]
+    for a, r in zip(torch.autograd.grad(out, views, grads), torch.autograd.grad(ref, args, grads)):
+        torch.testing.assert_close(a, r, **TOLERANCES[torch.float32])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("batch", [5, 37], ids=["B5", "B37"])
+def test_unrolled_gradients(batch, device):
+    # Steps chained as in training: each step's old_h gradient (a transposed view) and old_cell
+    # gradient are the previous step's output gradients; the last cell state's is absent.
+    torch.manual_seed(4)
+    steps, i, s = 4, 3, 7
+    params = make_args(batch, i, s, torch.float64, device, seed=19, requires_grad=True)[1:3]
+    sequence = torch.randn(steps, batch, i, dtype=torch.float64, device=device, requires_grad=True)
+    state = torch.randn(2, batch, s, dtype=torch.float64, device=device, requires_grad=True)
+
+    def unrolled(cell, weights, bias, sequence, state):
+        h, c = state.unbind(0)
+        for x in sequence.unbind(0):
+            h, c = cell(x, weights, bias, h, c)
+        return (h * h).sum()
+
+    inputs = [*params, sequence, state]
+    grads = torch.autograd.grad(unrolled(lltm, *inputs), inputs)
+    ref_inputs = float64(inputs, requires_grad=True)
+    ref_grads = torch.autograd.grad(unrolled(lltm_ref, *ref_inputs), ref_inputs)
+    for a, r in zip(grads, ref_grads):
+        close(a, r, torch.float64)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -192,31 +222,52 @@ def test_no_grad_saves_nothing(device):
 
 def test_meta_shapes():
     args = [t.to("meta") for t in make_args(3, 4, 5)]
-    new_h, new_cell, gates = lltm_forward(*args)
-    assert new_h.shape == new_cell.shape == (3, 5) and gates.shape == (15, 3)
-    grad_gates, grad_old_cell = lltm_backward(new_h, new_cell, gates, args[2], args[4])
-    assert grad_gates.shape == (15, 3) and grad_old_cell.shape == (3, 5)
+    new_h, new_cell, gates, x = lltm_forward(*args)
+    assert new_h.shape == new_cell.shape == (3, 5) and gates.shape == (15, 3) and x.shape == (3, 9)
+    kept = [gates, x, args[1], args[2], args[4]]
+    grads = lltm_backward(new_h, None, *kept, [True] * 5)
+    assert [g.shape for g in grads] == [(3, 9), (15, 9), (15,), (3, 5)]
+    assert grads[0].stride() == (1, 3)   # the transposed [S + I, B] product
+    (grad_input,) = lltm_backward(None, new_cell, *kept, [True, False, False, False, False])
+    assert grad_input.shape == (3, 4) and grad_input.stride() == (1, 3)
+
+
+NEEDS = [[True] * 5, [False, True, True, False, False], [True, False, False, False, True],
+         [False, False, False, True, False], [True, True, False, True, False]]
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_forward_and_backward_ops(device):
-    # The private ops on their own: the gates' linear term, and the pointwise backward's gradients
-    # of the gates and of old_cell.
-    args = make_args(6, 3, 10, torch.float64, device, seed=17)
-    new_h, new_cell, gates = lltm_forward(*args)
-    x, w, bias, h, c = float64(args)
-    close(gates, w @ torch.cat([h, x], 1).t(), torch.float64)
-    pre = (gates.detach().cpu() + bias[:, None]).requires_grad_()
-    i, o, cc = pre.chunk(3, 0)
-    c = c.clone().requires_grad_()
-    ref_cell = c + F.elu(cc.t()) * torch.sigmoid(i.t())
-    ref_h = torch.tanh(ref_cell) * torch.sigmoid(o.t())
-    grad_h, grad_cell = torch.randn(6, 10, dtype=torch.float64), torch.randn(6, 10, dtype=torch.float64)
-    ref_grad_gates, ref_grad_cell = torch.autograd.grad((ref_h, ref_cell), (pre, c), (grad_h, grad_cell))
-    grad_gates, grad_old_cell = lltm_backward(grad_h.to(device), grad_cell.to(device), gates,
-                                              args[2], args[4])
-    close(grad_gates, ref_grad_gates, torch.float64)
-    close(grad_old_cell, ref_grad_cell, torch.float64)
+@pytest.mark.parametrize("batch", [6, 40], ids=["B6", "B40"])   # the bias's sum: in block, apart
+def test_forward_and_backward_ops(batch, device):
+    # The private ops on their own: what the forward keeps (x = cat([old_h, input], 1) and the
+    # gates' linear term), and the backward's gradients from it, for several sets of needed ones,
+    # with an output's gradient absent (zero) or given as a transposed or expanded view.
+    args = make_args(batch, 3, 10, torch.float64, device, seed=17)
+    new_h, new_cell, gates, x = lltm_forward(*args)
+    ref_args = float64(args, requires_grad=True)
+    inp, w, bias, h, c = (a.detach() for a in ref_args)
+    close(x, torch.cat([h, inp], 1), torch.float64)
+    close(gates, w @ torch.cat([h, inp], 1).t(), torch.float64)
+    ref = lltm_ref(*ref_args)
+    g = torch.Generator().manual_seed(5)
+    grad_h, grad_cell = (torch.randn(batch, 10, generator=g, dtype=torch.float64) for _ in range(2))
+    expanded = torch.tensor(0.5, dtype=torch.float64).expand(batch, 10)
+    layouts = [(grad_h, grad_cell), (grad_h, None), (None, grad_cell),
+               (grad_h.t().contiguous().t(), expanded)]
+    for needs in NEEDS:
+        for given in layouts:
+            used = [(r, gr) for r, gr in zip(ref, given) if gr is not None]
+            expected = torch.autograd.grad([r for r, _ in used], ref_args, [gr for _, gr in used],
+                                           retain_graph=True)
+            on_device = [None if gr is None else gr.to(device) for gr in given]
+            got = iter(lltm_backward(*on_device, gates, x, args[1], args[2], args[4], needs))
+            if needs[0] or needs[3]:   # old_h's columns, then input's
+                columns = [expected[k] for k in (3, 0) if needs[k]]
+                close(next(got), torch.cat(columns, 1), torch.float64)
+            for k in (1, 2, 4):
+                if needs[k]:
+                    close(next(got), expected[k], torch.float64)
+            assert next(got, None) is None, needs
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -243,9 +294,11 @@ def test_opcheck(dtype, device):
     args = make_args(3, 4, 5, dtype, device, seed=16, requires_grad=True)
     torch.library.opcheck(lltm, args)
     torch.library.opcheck(lltm_forward, args)
-    new_h, new_cell, gates = lltm_forward(*[a.detach() for a in args])
-    torch.library.opcheck(lltm_backward, [torch.randn_like(new_h), torch.randn_like(new_cell),
-                                          gates, args[2].detach(), args[4].detach()])
+    new_h, new_cell, gates, x = lltm_forward(*[a.detach() for a in args])
+    kept = [gates, x, args[1].detach(), args[2].detach(), args[4].detach()]
+    for grads, needs in [((torch.randn_like(new_h), torch.randn_like(new_cell)), [True] * 5),
+                         ((None, torch.randn_like(new_cell)), [False, True, True, False, False])]:
+        torch.library.opcheck(lltm_backward, [*grads, *kept, needs])
 
 
 class Unrolled(torch.nn.Module):
@@ -448,12 +501,20 @@ def test_python_wrapper_type_error():
 
 def test_backward_op_checks_its_arguments():
     args = make_args(2, 3, 4)
-    new_h, new_cell, gates = lltm_forward(*args)
-    bias, old_cell = args[2], args[4]
+    new_h, new_cell, gates, x = lltm_forward(*args)
+    weights, bias, old_cell = args[1], args[2], args[4]
+    needs = [True] * 5
     with pytest.raises(RuntimeError, match=re.escape(
             "gpuaug::_lltm_backward: expected 'grad_cell' of shape [B, S] = [2, 4] (B = 2, S = 4 "
             "from 'old_cell'), but got [2, 3]")):
-        lltm_backward(new_h, new_cell[:, :3], gates, bias, old_cell)
+        lltm_backward(new_h, new_cell[:, :3], gates, x, weights, bias, old_cell, needs)
     with pytest.raises(RuntimeError, match=re.escape(
             "gpuaug::_lltm_backward: expected 'gates' of shape [3 * S, B] = [12, 2]")):
-        lltm_backward(new_h, new_cell, gates.t(), bias, old_cell)
+        lltm_backward(new_h, new_cell, gates.t(), x, weights, bias, old_cell, needs)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "gpuaug::_lltm_backward: expected 'x' of shape [B, S + I] with S = 4 from 'old_cell', "
+            "but got [2, 3]")):
+        lltm_backward(new_h, new_cell, gates, x[:, :3], weights, bias, old_cell, needs)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "gpuaug::_lltm_backward: expected 'weights' of shape [3 * S, S + I] = [12, 7]")):
+        lltm_backward(new_h, new_cell, gates, x, weights[:, :6], bias, old_cell, needs)
