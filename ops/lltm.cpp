@@ -178,13 +178,20 @@ std::vector<at::Tensor> lltm_backward_meta(OptIn grad_h, OptIn grad_cell, In gat
 
 namespace {
 
+// The transpose of t's columns [first, first + count) as one dispatched op (t() and narrow() are
+// three each, and a small step's host time is the op's).
+at::Tensor transposed_columns(In t, int64_t first, int64_t count) {
+  return t.as_strided({count, t.size(0)}, {t.stride(1), t.stride(0)},
+                      t.storage_offset() + first * t.stride(1));
+}
+
 Quad lltm_forward_kernel(In input, In weights, In bias, In old_h, In old_cell) {
   auto [new_h, new_cell, gates, x] = lltm_forward_meta(input, weights, bias, old_h, old_cell);
   at::cat_out(x, {old_h, input}, 1);
   // weights @ X^T rather than X @ weights^T: for few samples cuBLAS picks a kernel several times
   // faster in this orientation (H100, B = 16, S = 128: 9 us against 33 us), and the same one for
   // many (B = 256, S = 1024: 66 us both).
-  at::mm_out(gates, weights, x.t());
+  at::mm_out(gates, weights, transposed_columns(x, 0, x.size(1)));
   lltm_forward_loops.on("gpuaug::lltm", input.device().type())(gates, *bias.expect_contiguous(),
                                                                 old_cell, new_h, new_cell);
   return {new_h, new_cell, gates, x};
@@ -216,8 +223,9 @@ std::vector<at::Tensor> lltm_backward_kernel(OptIn grad_h, OptIn grad_cell, In g
     // (columns^T @ grad_gates)^T: [n, B] in the product's fast orientation for few samples (see
     // the forward), written through its transposed view.
     const auto [first, count] = needed_columns(state, x.size(1) - state, needs);
-    at::Tensor out = grad_x.t();
-    at::mm_out(out, weights.narrow(1, first.expect_int(), count.expect_int()).t(), grad_gates);
+    at::Tensor out = transposed_columns(grad_x, 0, grad_x.size(1));
+    at::mm_out(out, transposed_columns(weights, first.expect_int(), count.expect_int()),
+               grad_gates);
   }
   return grads;
 }
