@@ -76,9 +76,19 @@ struct LltmDoubleBackward : public Node {
   std::string name() const override { return "LltmDoubleBackward"; }
 };
 
+// PyTorch owns graph nodes by c10::intrusive_ptr since pytorch#181139 (2026); before, by
+// std::shared_ptr with deleteNode, which unrolls the destruction of a long chain of steps.
+// Deciding on the type, not on the version, keeps both in one build; deleteNode is looked up by
+// argument (its argument depends on NodeType) only where the branch is taken.
 template <typename NodeType, typename... Args>
-std::shared_ptr<NodeType> make_node(const Args&... inputs) {
-  std::shared_ptr<NodeType> node(new NodeType(), torch::autograd::deleteNode);
+auto make_node(const Args&... inputs) {
+  auto node = [] {
+    if constexpr (std::is_base_of_v<c10::intrusive_ptr_target, NodeType>) {
+      return c10::make_intrusive<NodeType>();
+    } else {
+      return std::shared_ptr<NodeType>(new NodeType(), [](NodeType* n) { deleteNode(n); });
+    }
+  }();
   node->set_next_edges(torch::autograd::collect_next_edges(inputs...));
   return node;
 }
