@@ -138,13 +138,13 @@ def suggested_format(image):
     return torch.channels_last if cl else torch.contiguous_format
 
 
-# One uint8 image of more than 2^31 bytes, so per-sample sums of the backward run over more than
-# 2^31 elements too: pixels a multiple of 16 with pieces of 2048 rows (the vectorised kernels), or
+# One uint8 image of more than 2^31 bytes forward, and its pixels in float16 backward (gradients
+# need a floating image), whose per-sample sums run over more than 2^31 elements: pixels a multiple of 16 with pieces of 2048 rows (the vectorised kernels), or
 # an odd number of pixels with pieces of an odd number of pixels (the per-pixel kernels); the two
 # may differ by a level in uint8, so each is compared with itself.
 @pytest.mark.parametrize("shape, rows", [((3, 26752, 26768), 2048), ((3, 26755, 26757), 1911)])
 def test_color_transform_uint8_image_past_2_31_bytes(shape, rows):
-    needs_gib(24)
+    needs_gib(32)
     image = random_image(shape, seed=13)
     assert image.numel() > 2**31
     params = color_params()
@@ -153,7 +153,9 @@ def test_color_transform_uint8_image_past_2_31_bytes(shape, rows):
         assert torch.equal(out[:, p], expected), f"uint8 forward: wrong in rows {p}"
     del out, expected
 
-    # Backward to the parameters, from a float16 output: every pixel's contribution is summed.
+    # Backward to the parameters, which needs a floating image: the same pixels in float16 (more
+    # than 2^31 elements) to a float16 output, every pixel's contribution summed.
+    image = image.to(torch.float16).div_(255)
     out = gpuaug.color_transform(image, **params, dtype=torch.float16)
     grad = randn(shape, seed=14, scale=1.0)
     got = torch.autograd.grad(out, list(params.values()), grad)
