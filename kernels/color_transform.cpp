@@ -1,7 +1,9 @@
 // The layout helpers and parameter-gradient reduction of kernels/color_transform.h.
 #include "kernels/color_transform.h"
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
 
 namespace gpuaug {
 
@@ -41,6 +43,14 @@ ColorGeometry color_geometry(const at::Tensor& image) {
 
 at::Tensor color_dense_image(const at::Tensor& image) {
   return color_is_planar(image) || color_is_interleaved(image) ? image : image.contiguous();
+}
+
+at::Tensor color_empty_like(const at::Tensor& image, at::ScalarType dtype) {
+  const auto options = image.options().dtype(dtype);
+  if (!color_is_planar(image) && color_is_interleaved(image)) {
+    return at::empty_strided_symint(image.sym_sizes(), color_interleaved_strides(image), options);
+  }
+  return at::empty_symint(image.sym_sizes(), options);
 }
 
 at::Tensor color_grad_in_layout(const at::Tensor& grad, const at::Tensor& like) {

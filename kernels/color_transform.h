@@ -40,6 +40,10 @@ ColorGeometry color_geometry(const at::Tensor& image);
 // The image itself when it is planar or interleaved, else a contiguous copy.
 at::Tensor color_dense_image(const at::Tensor& image);
 
+// An image of `image`'s shape and dtype `dtype`: planar and interleaved images keep their layout,
+// any other strides become planar.
+at::Tensor color_empty_like(const at::Tensor& image, at::ScalarType dtype);
+
 // grad in the layout of the image gradient `like` (which the kernels walk in step with the
 // image), copied only when its strides differ.
 at::Tensor color_grad_in_layout(const at::Tensor& grad, const at::Tensor& like);

@@ -4,7 +4,6 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
 
 #include "gpuaug/ops.h"
@@ -159,15 +158,6 @@ void check_normalization(const at::Tensor& image, at::ScalarType out_dtype,
   }
 }
 
-// Planar and interleaved images keep their layout; any other strides become planar.
-at::Tensor empty_image_like(const at::Tensor& image, at::ScalarType dtype) {
-  const auto options = image.options().dtype(dtype);
-  if (!color_is_planar(image) && color_is_interleaved(image)) {
-    return at::empty_strided_symint(image.sym_sizes(), color_interleaved_strides(image), options);
-  }
-  return at::empty_symint(image.sym_sizes(), options);
-}
-
 }  // namespace
 
 at::Tensor color_transform_meta(const at::Tensor& image, const at::Tensor& color,
@@ -184,7 +174,7 @@ at::Tensor color_transform_meta(const at::Tensor& image, const at::Tensor& color
   TORCH_CHECK(mean.has_value() == stddev.has_value(), kOp,
               ": 'mean' and 'std' normalise together: pass both or neither, but got only '",
               mean.has_value() ? "mean" : "std", "'");
-  return empty_image_like(image, out_dtype);
+  return color_empty_like(image, out_dtype);
 }
 
 ColorGrads color_transform_backward_meta(const at::Tensor& grad, const at::Tensor& image,
@@ -204,7 +194,7 @@ ColorGrads color_transform_backward_meta(const at::Tensor& grad, const at::Tenso
   auto param_grad = [&](const at::Tensor& p) {
     return at::empty_symint(p.sym_sizes(), p.options().device(image.device()));
   };
-  return {empty_image_like(image, image.scalar_type()), param_grad(color), param_grad(brightness),
+  return {color_empty_like(image, image.scalar_type()), param_grad(color), param_grad(brightness),
           param_grad(contrast), param_grad(gamma)};
 }
 

@@ -16,8 +16,8 @@ except ImportError as e:  # the source tree, not an installed build
         "from the gpuaug source folder"
     ) from e
 
-__all__ = ["relu", "mul", "round_ste", "lltm", "color_transform", "jit", "nn", "transforms",
-           "library_path", "cmake_prefix_path"]
+__all__ = ["relu", "mul", "round_ste", "lltm", "color_transform", "photometric", "Stage", "jit",
+           "nn", "transforms", "library_path", "cmake_prefix_path"]
 
 __version__: str = _build_info.version
 
@@ -55,6 +55,7 @@ _check_torch()
 torch.ops.load_library(library_path)
 
 from . import jit, nn, transforms  # noqa: E402
+from .photo import Stage, photometric  # noqa: E402
 from .color import color_transform  # noqa: E402
 
 

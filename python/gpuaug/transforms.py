@@ -6,7 +6,12 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import nn
 
-__all__ = ["ColorAugment"]
+from .photo import (ColorJitter, Compose, RandomChannelPermutation, RandomGrayscale,
+                          RandomInvert, RandomPhotometricDistort, RandomPosterize, RandomSolarize)
+
+__all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomChannelPermutation",
+           "RandomGrayscale", "RandomInvert", "RandomPhotometricDistort", "RandomPosterize",
+           "RandomSolarize"]
 
 Range = Tuple[float, float]
 

@@ -1,0 +1,257 @@
+// gpuaug::photometric on the GPU: with a contrast stage, a reduction kernel writes per-block
+// partial sums of each image's grayscale at its contrast step; then one kernel runs every pixel
+// through its sample's program, each block summing its image's partials (a fixed order: the
+// same bits on every run). Each thread takes V = 16 / sizeof(T) pixels: 16-byte loads per
+// channel plane (or per run of interleaved pixels) where the image is aligned, else per element.
+// A block's pixels belong to one image; thread 0 decodes that sample's program into shared memory.
+// Built with --fmad=false: torchvision rounds after each multiply and add, and so does this file,
+// except where torch itself fuses (its add with alpha, spelled std::fma in photometric_math.h).
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cstdint>
+
+#include "kernels/color_transform.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/photometric.h"
+#include "kernels/photometric_math.h"
+
+namespace gpuaug::cuda::photometric_impl {
+namespace {
+
+using namespace gpuaug::photo;
+
+struct Geometry {
+  int64_t pixels;            // per image (H * W)
+  int64_t frames;            // images per sample
+  int64_t blocks_per_image;  // every kernel's
+  int64_t channel_step, pixel_step;
+};
+
+template <typename P>
+struct Rows {
+  const P* factors;  // [N, K]
+  const int64_t* order;  // [N, K] or null
+  const bool* apply;     // [N, K] or null
+};
+
+template <typename T>
+constexpr int kVec = 16 / sizeof(T);
+
+// A thread's C runs of V elements: planar, run c is channel c; interleaved, the runs are the
+// pixels' C * V consecutive values.
+template <typename T, int C, int V, bool Interleaved>
+struct Runs {
+  Vec<T, V> run[C];
+  static __device__ __forceinline__ int flat(int c, int j) { return Interleaved ? j * C + c : c * V + j; }
+  __device__ __forceinline__ T& at(int c, int j) { return run[flat(c, j) / V].v[flat(c, j) % V]; }
+  __device__ __forceinline__ int64_t offset(int64_t image_base, int64_t pixels, int64_t p0, int r) const {
+    return Interleaved ? image_base + p0 * C + r * V : image_base + r * pixels + p0;
+  }
+};
+
+// The thread's pixels in the compute type: vector loads when aligned, else element by element
+// (pixels past the image's end read as 0 and are not stored).
+template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
+__device__ __forceinline__ void load_pixels(const T* in, const Geometry& g, int64_t image_base,
+                                            int64_t p0, P (&x)[V][3]) {
+  if constexpr (Vectorized) {
+    Runs<T, C, V, Interleaved> r;
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      r.run[k] = *reinterpret_cast<const Vec<T, V>*>(in + r.offset(image_base, g.pixels, p0, k));
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+#pragma unroll
+      for (int c = 0; c < C; ++c) x[j][c] = load<P>(r.at(c, j));
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int64_t p = p0 + j;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        x[j][c] = p < g.pixels ? load<P>(in[image_base + p * g.pixel_step + c * g.channel_step]) : P(0);
+      }
+    }
+  }
+}
+
+template <int C, typename T, typename out_t, typename P, int V, bool Vectorized, bool Interleaved>
+__device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int64_t image_base,
+                                             int64_t p0, const P (&x)[V][3], const Output<P>& o) {
+  if constexpr (Vectorized) {
+    Runs<out_t, C, V, Interleaved> r;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+#pragma unroll
+      for (int c = 0; c < C; ++c) r.at(c, j) = convert<T, out_t>(x[j][c], o, c);
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      *reinterpret_cast<Vec<out_t, V>*>(out + r.offset(image_base, g.pixels, p0, k)) = r.run[k];
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const int64_t p = p0 + j;
+      if (p >= g.pixels) break;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        out[image_base + p * g.pixel_step + c * g.channel_step] = convert<T, out_t>(x[j][c], o, c);
+      }
+    }
+  }
+}
+
+// Steps [begin, end) on the thread's pixels: the stage's branch once per step, not per pixel.
+template <int C, typename T, typename P, int V>
+__device__ __forceinline__ void run_program(const SampleProgram<P>& prog, int begin, int end,
+                                            P (&x)[V][3], P mean) {
+  for (int i = begin; i < end; ++i) {
+    const Step<P> s = prog.steps[i];
+#pragma unroll
+    for (int j = 0; j < V; ++j) apply_step<C, T>(s, x[j], mean);
+  }
+}
+
+template <typename P>
+__device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, const Program& program,
+                                                     const Rows<P>& rows, int64_t n) {
+  if (threadIdx.x == 0) prog = decode(program, rows.factors, rows.order, rows.apply, n);
+}
+
+template <int C, typename T, typename P, bool Vectorized, bool Interleaved>
+__global__ void __launch_bounds__(kThreads)
+    contrast_sums(const T* in, Geometry g, Program program, Rows<P> rows, double* partials) {
+  constexpr int V = kVec<T>;
+  __shared__ SampleProgram<P> prog;
+  __shared__ double warp_sums[kThreads / 32];
+  const int64_t image = blockIdx.x / g.blocks_per_image;
+  const int64_t chunk = blockIdx.x % g.blocks_per_image;
+  decode_block_program(prog, program, rows, image / g.frames);
+  __syncthreads();
+  if (prog.contrast_at < 0) {
+    if (threadIdx.x == 0) partials[blockIdx.x] = 0;
+    return;
+  }
+  const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
+  double sum = 0;
+  if (p0 < g.pixels) {
+    P x[V][3];
+    load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image * C * g.pixels, p0, x);
+    run_program<C, T, P, V>(prog, 0, prog.contrast_at, x, P(0));
+    P thread_sum = 0;  // at most 16 values: exact for uint8's integral grays
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      if (p0 + j < g.pixels) thread_sum += contrast_gray<C, T>(x[j]);
+    }
+    sum = thread_sum;
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, d);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0;
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+    partials[blockIdx.x] = total;
+  }
+}
+
+template <int C, typename T, typename out_t, typename P, bool Vectorized, bool Interleaved>
+__global__ void __launch_bounds__(kThreads)
+    transform(const T* in, out_t* out, Geometry g, Program program, Rows<P> rows,
+              const double* partials, Output<P> o) {
+  constexpr int V = kVec<T>;
+  __shared__ SampleProgram<P> prog;
+  __shared__ P mean;
+  const int64_t image = blockIdx.x / g.blocks_per_image;
+  const int64_t chunk = blockIdx.x % g.blocks_per_image;
+  decode_block_program(prog, program, rows, image / g.frames);
+  if (partials != nullptr && threadIdx.x < 32) {
+    double sum = 0;
+    for (int64_t b = threadIdx.x; b < g.blocks_per_image; b += 32) {
+      sum += partials[image * g.blocks_per_image + b];
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, d);
+    if (threadIdx.x == 0) mean = rounded<T>(static_cast<P>(sum / static_cast<double>(g.pixels)));
+  }
+  __syncthreads();
+  const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
+  if (p0 >= g.pixels) return;
+  const int64_t image_base = image * C * g.pixels;
+  P x[V][3];
+  load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
+  run_program<C, T, P, V>(prog, 0, prog.count, x, partials != nullptr ? mean : P(0));
+  store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(out, g, image_base, p0, x, o);
+}
+
+bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+void photometric(const at::Tensor& out, const at::Tensor& image, const Program& program,
+                 const at::Tensor& factors, const at::Tensor& order, const at::Tensor& apply,
+                 std::optional<c10::ArrayRef<double>> mean,
+                 std::optional<c10::ArrayRef<double>> stddev) {
+  const c10::cuda::CUDAGuard device_guard(image.device());
+  const at::Tensor in = color_dense_image(image);
+  const ColorGeometry cg = color_geometry(in);
+  const int64_t images = cg.samples * cg.frames;
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  photometric_dispatch(in.scalar_type(), out.scalar_type(), [&](auto in_tag, auto out_tag) {
+    using T = typename decltype(in_tag)::type;
+    using out_t = typename decltype(out_tag)::type;
+    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    constexpr int V = kVec<T>;
+    const Geometry g{cg.pixels, cg.frames, ceil_div(cg.pixels, int64_t{kThreads} * V),
+                     cg.interleaved ? 1 : cg.pixels, cg.interleaved ? cg.channels : 1};
+    const Rows<P> rows{factors.const_data_ptr<P>(),
+                       order.defined() ? order.const_data_ptr<int64_t>() : nullptr,
+                       apply.defined() ? apply.const_data_ptr<bool>() : nullptr};
+    const Output<P> o = photometric_output<P>(mean, stddev);
+    const T* src = in.const_data_ptr<T>();
+    out_t* dst = out.mutable_data_ptr<out_t>();
+    const bool vectorized = cg.pixels % V == 0 && aligned(src, sizeof(T) * V) &&
+                            aligned(dst, sizeof(out_t) * V);
+    const int64_t blocks = images * g.blocks_per_image;
+    TORCH_CHECK(blocks <= std::numeric_limits<int32_t>::max(),
+                "gpuaug::photometric: the image is too large for one launch");
+    at::Tensor partials;
+    if (program.has_contrast) partials = at::empty({blocks}, in.options().dtype(at::kDouble));
+    auto launch = [&](auto channels, auto vector, auto interleaved) {
+      constexpr int C = decltype(channels)::value;
+      constexpr bool kVectorized = decltype(vector)::value;
+      constexpr bool kInterleaved = decltype(interleaved)::value;
+      double* sums = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
+      if (sums != nullptr) {
+        contrast_sums<C, T, P, kVectorized, kInterleaved>
+            <<<blocks, kThreads, 0, stream>>>(src, g, program, rows, sums);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      }
+      transform<C, T, out_t, P, kVectorized, kInterleaved>
+          <<<blocks, kThreads, 0, stream>>>(src, dst, g, program, rows, sums, o);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    };
+    using Yes = std::true_type;
+    using No = std::false_type;
+    if (cg.channels == 1) {
+      launch(std::integral_constant<int, 1>{}, No{}, No{});
+    } else if (!vectorized) {
+      launch(std::integral_constant<int, 3>{}, No{}, No{});
+    } else if (cg.interleaved) {
+      launch(std::integral_constant<int, 3>{}, Yes{}, Yes{});
+    } else {
+      launch(std::integral_constant<int, 3>{}, Yes{}, No{});
+    }
+  });
+}
+
+}  // namespace
+}  // namespace gpuaug::cuda::photometric_impl
+
+namespace gpuaug {
+GPUAUG_REGISTER_LOOP(photometric_loops, cuda, &cuda::photometric_impl::photometric);
+}  // namespace gpuaug

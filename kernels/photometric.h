@@ -1,0 +1,116 @@
+// What gpuaug::photometric's op body (ops/photometric.cpp) and its CPU and CUDA loops share: the
+// stage kinds, the program as the host knows it and as a sample runs it, and the table of loops.
+#pragma once
+
+#include <ATen/Dispatch.h>
+#include <ATen/core/Tensor.h>
+#include <c10/macros/Macros.h>
+#include <c10/util/ArrayRef.h>
+
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+
+#include "kernels/color_transform.h"
+#include "kernels/loops.h"
+
+namespace gpuaug::photo {
+
+// Stage kinds, the codes of the op's `stages` argument (and of gpuaug.Stage).
+enum Kind : uint8_t {
+  kBrightness = 1,       // factor: brightness_factor >= 0
+  kContrast = 2,         // factor: contrast_factor >= 0 (blends with the grayscale mean)
+  kSaturation = 3,       // factor: saturation_factor >= 0
+  kHue = 4,              // factor: hue_factor in [-0.5, 0.5]
+  kGrayscale = 5,        // factor unused; keeps the channel count
+  kSolarize = 6,         // factor: threshold, in the image's value range (uint8: 0..255)
+  kPosterize = 7,        // factor: bits, 0..8
+  kInvert = 8,           // factor unused
+  kPermuteChannels = 9,  // factor: p0 + 3 p1 + 9 p2, output channel c = input channel p_c
+};
+constexpr int kKinds = 9;
+
+// Slots per call: ColorJitter's four, RandomPhotometricDistort's five, a Compose's more.
+constexpr int kMaxStages = 16;
+
+// The kind of each slot: the same for every sample (the host's part of the program).
+struct Program {
+  int count;
+  uint8_t kinds[kMaxStages];
+  bool has_contrast;  // then one reduction pass runs first
+};
+
+template <typename P>
+struct Step {
+  int kind;
+  P a;  // the factor
+  P b;  // derived: 1 - factor for blends, 2^bits for posterize
+};
+
+// One sample's program: its applied stages in its order.
+template <typename P>
+struct SampleProgram {
+  int count;
+  int contrast_at;  // the index of its contrast step, or -1
+  Step<P> steps[kMaxStages];
+};
+
+// The final conversion: mean / std only with a floating output.
+template <typename P>
+struct Output {
+  bool normalize;
+  P mean[3];
+  P std[3];
+};
+
+}  // namespace gpuaug
+
+namespace gpuaug {
+
+// The loop fills `out` (allocated and checked by the op's body). factors is [N, K] in the compute
+// dtype; order ([N, K] int64) and apply ([N, K] bool) are undefined or contiguous on the image's
+// device; the image is planar or interleaved (color_dense_image).
+using PhotometricLoop = void (*)(const at::Tensor& out, const at::Tensor& image,
+                                 const photo::Program& program, const at::Tensor& factors,
+                                 const at::Tensor& order, const at::Tensor& apply,
+                                 std::optional<c10::ArrayRef<double>> mean,
+                                 std::optional<c10::ArrayRef<double>> stddev);
+extern Loops<PhotometricLoop> photometric_loops;
+
+template <typename T>
+struct PhotometricType {
+  using type = T;
+};
+
+// Calls f(PhotometricType<T>{}, PhotometricType<out_t>{}) for the pairs the op takes (checked
+// by it): the image's own dtype, floating from uint8, uint8 from floating.
+template <typename F>
+void photometric_dispatch(at::ScalarType in, at::ScalarType out, F&& f) {
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, in, "gpuaug::photometric", [&] {
+    using T = scalar_t;
+    if (out == in) {
+      f(PhotometricType<T>{}, PhotometricType<T>{});
+    } else if constexpr (std::is_same_v<T, uint8_t>) {
+      AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out, "gpuaug::photometric", [&] {
+        f(PhotometricType<T>{}, PhotometricType<scalar_t>{});
+      });
+    } else {
+      f(PhotometricType<T>{}, PhotometricType<uint8_t>{});
+    }
+  });
+}
+
+// The output conversion's constants for compute type P.
+template <typename P>
+photo::Output<P> photometric_output(std::optional<c10::ArrayRef<double>> mean,
+                                          std::optional<c10::ArrayRef<double>> stddev) {
+  photo::Output<P> o{};
+  o.normalize = mean.has_value();
+  for (size_t c = 0; o.normalize && c < mean->size(); ++c) {
+    o.mean[c] = static_cast<P>((*mean)[c]);
+    o.std[c] = static_cast<P>((*stddev)[c]);
+  }
+  return o;
+}
+
+}  // namespace gpuaug

@@ -1,0 +1,250 @@
+// The arithmetic of gpuaug::photometric for one pixel, shared by the CPU and CUDA kernels: each
+// stage computes what torchvision.transforms.v2.functional computes for one image, in the same
+// order of float operations, and leaves the values as torchvision's tensor would hold them (uint8
+// truncated, float16 and bfloat16 rounded) so the next stage sees what torchvision's would.
+// T is the image's dtype; P the compute type: double for float64 images, float otherwise (uint8
+// values are kept unscaled, 0..255, as torchvision's uint8 arithmetic is).
+#pragma once
+
+#include <c10/macros/Macros.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/photometric.h"
+
+namespace gpuaug::photo {
+
+template <typename T>
+constexpr bool kIsU8 = std::is_same_v<T, uint8_t>;
+
+template <typename T, typename P>
+C10_HOST_DEVICE inline P bound() {
+  return kIsU8<T> ? P(255) : P(1);
+}
+
+template <typename P>
+C10_HOST_DEVICE inline P clamp(P v, P low, P high) {
+  return v < low ? low : (v > high ? high : v);  // NaN stays NaN, as torch.clamp
+}
+
+// A float result as torchvision's float tensor of the image's dtype holds it.
+template <typename T, typename P>
+C10_HOST_DEVICE inline P rounded(P v) {
+  if constexpr (std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>) {
+    return static_cast<P>(static_cast<T>(v));
+  }
+  return v;
+}
+
+// A stage's result as stored in the image's dtype: uint8 truncates (values are in [0, 255]).
+template <typename T, typename P>
+C10_HOST_DEVICE inline P stored(P v) {
+  if constexpr (kIsU8<T>) return std::trunc(v);
+  return rounded<T>(v);
+}
+
+// 0.2989 r + 0.587 g + 0.114 b, as torch's mul then two add(alpha=)s (each a fused multiply-add).
+template <typename T, typename P>
+C10_HOST_DEVICE inline P gray(const P (&x)[3]) {
+  const P r = rounded<T>(x[0] * P(0.2989));
+  const P rg = rounded<T>(std::fma(x[1], P(0.587), r));
+  return rounded<T>(std::fma(x[2], P(0.114), rg));
+}
+
+// torchvision's _blend: clamp(image * ratio + other * (1 - ratio), 0, bound), stored.
+template <typename T, typename P>
+C10_HOST_DEVICE inline P blend(P v, P other, const Step<P>& s) {
+  return stored<T>(clamp(rounded<T>(std::fma(other, s.b, rounded<T>(v * s.a))), P(0), bound<T, P>()));
+}
+
+// adjust_hue of one RGB pixel through HSV, on [0, 1] values.
+template <typename P>
+C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
+  const P maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
+  const P minc = r < g ? (r < b ? r : b) : (g < b ? g : b);
+  const bool flat = maxc == minc;
+  const P range = maxc - minc;
+  const P s = range / (flat ? P(1) : maxc);
+  const P divisor = flat ? P(1) : range;
+  const P rc = (maxc - r) / divisor, gc = (maxc - g) / divisor, bc = (maxc - b) / divisor;
+  P h;
+  if (maxc == r) {
+    h = bc - gc;
+  } else if (maxc == g) {
+    h = (rc + P(2)) - bc;
+  } else {
+    h = (gc + P(4)) - rc;
+  }
+  h = std::fmod(h * P(1.0 / 6.0) + P(1), P(1));
+  h = h + hue;
+  h = std::fmod(h, P(1));  // torch.remainder(h, 1): the sign of the divisor
+  if (h < P(0)) h += P(1);
+  const P v = maxc;
+  const P h6 = h * P(6);
+  const P sector = std::floor(h6);
+  const P f = h6 - sector;
+  int i = static_cast<int>(sector) % 6;
+  if (i < 0) i += 6;
+  const P sxf = s * f;
+  const P one_minus_s = P(1) - s;
+  const P q = clamp((P(1) - sxf) * v, P(0), P(1));
+  const P t = clamp((sxf + one_minus_s) * v, P(0), P(1));
+  const P p = clamp(one_minus_s * v, P(0), P(1));
+  switch (i) {
+    case 0: r = v, g = t, b = p; break;
+    case 1: r = q, g = v, b = p; break;
+    case 2: r = p, g = v, b = t; break;
+    case 3: r = p, g = q, b = v; break;
+    case 4: r = t, g = p, b = v; break;
+    default: r = v, g = p, b = q; break;
+  }
+}
+
+// One stage on one pixel of C (1 or 3) channels. `mean` is the image's grayscale mean at this
+// point of its chain (used by contrast only).
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[3], P mean) {
+  constexpr P kBound = kIsU8<T> ? P(255) : P(1);
+  switch (s.kind) {
+    case kBrightness:
+      for (int c = 0; c < C; ++c) x[c] = stored<T>(clamp(rounded<T>(x[c] * s.a), P(0), kBound));
+      break;
+    case kContrast:
+      for (int c = 0; c < C; ++c) x[c] = blend<T>(x[c], mean, s);
+      break;
+    case kSaturation:
+      if constexpr (C == 3) {
+        P l = gray<T>(x);
+        if constexpr (kIsU8<T>) l = std::floor(l);
+        for (int c = 0; c < C; ++c) x[c] = blend<T>(x[c], l, s);
+      }
+      break;
+    case kHue:
+      if constexpr (C == 3) {
+        if constexpr (kIsU8<T>) {
+          P y[3];
+          for (int c = 0; c < 3; ++c) y[c] = x[c] * P(1.0 / 255.0);
+          hue_shift(y[0], y[1], y[2], s.a);
+          // to_dtype(uint8, scale=True): times 255.999, truncated
+          for (int c = 0; c < 3; ++c) x[c] = std::trunc(y[c] * P(255.999));
+        } else {
+          hue_shift(x[0], x[1], x[2], s.a);
+          for (int c = 0; c < 3; ++c) x[c] = rounded<T>(x[c]);
+        }
+      }
+      break;
+    case kGrayscale:
+      if constexpr (C == 3) {
+        const P l = stored<T>(gray<T>(x));
+        for (int c = 0; c < 3; ++c) x[c] = l;
+      }
+      break;
+    case kSolarize:
+      for (int c = 0; c < C; ++c) {
+        // image >= threshold compares in the image's dtype (float32 for uint8)
+        if (x[c] >= rounded<T>(s.a)) x[c] = rounded<T>(kBound - x[c]);
+      }
+      break;
+    case kPosterize:
+      if constexpr (kIsU8<T>) {
+        // v & mask: the top `bits` bits
+        const int bits = static_cast<int>(s.a);
+        if (bits < 8) {
+          const int mask = (0xFF << (8 - bits)) & 0xFF;
+          for (int c = 0; c < C; ++c) x[c] = P(static_cast<int>(x[c]) & mask);
+        }
+      } else {
+        // s.b = 2^bits
+        for (int c = 0; c < C; ++c) {
+          x[c] = rounded<T>(clamp(std::floor(rounded<T>(x[c] * s.b)), P(0), s.b - P(1)) / s.b);
+        }
+      }
+      break;
+    case kInvert:
+      for (int c = 0; c < C; ++c) x[c] = rounded<T>(kBound - x[c]);
+      break;
+    case kPermuteChannels:
+      if constexpr (C == 3) {
+        // s.a = p0 + 3 p1 + 9 p2: output channel c is input channel p_c
+        const int code = static_cast<int>(s.a);
+        const P y[3] = {x[0], x[1], x[2]};
+        x[0] = y[code % 3];
+        x[1] = y[code / 3 % 3];
+        x[2] = y[code / 9 % 3];
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+// One pixel through steps [begin, end) of a sample's program.
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline void run_steps(const SampleProgram<P>& prog, int begin, int end, P (&x)[3],
+                                      P mean) {
+  for (int i = begin; i < end; ++i) apply_step<C, T>(prog.steps[i], x, mean);
+}
+
+// The value contrast averages: the pixel's grayscale (floored for uint8), or its one channel.
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline P contrast_gray(const P (&x)[3]) {
+  if constexpr (C == 1) return x[0];
+  P l = gray<T>(x);
+  if constexpr (kIsU8<T>) l = std::floor(l);
+  return l;
+}
+
+// Image values in the compute type (uint8 unscaled) and back.
+template <typename P, typename T>
+C10_HOST_DEVICE inline P load(T v) {
+  return static_cast<P>(v);
+}
+
+// The output: to_dtype(scale=True) from the image's dtype to out_t, then (v - mean) / std.
+template <typename T, typename out_t, typename P>
+C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
+  if constexpr (kIsU8<T> && !kIsU8<out_t>) {
+    v = v * P(1.0 / 255.0);
+  } else if constexpr (!kIsU8<T> && kIsU8<out_t>) {
+    // times 255.999 and truncated; NaN and values outside [0, 1] saturate
+    const P scaled = std::trunc(v * P(255.999));
+    return static_cast<out_t>(scaled >= P(0) ? (scaled < P(255) ? scaled : P(255)) : P(0));
+  }
+  if constexpr (!kIsU8<out_t>) {
+    if (o.normalize) v = (v - o.mean[c]) / o.std[c];
+  }
+  return static_cast<out_t>(v);
+}
+
+// Decodes sample n's program: its stages in its order, without those it does not apply.
+template <typename P>
+C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const P* factors,
+                                               const int64_t* order, const bool* apply, int64_t n) {
+  SampleProgram<P> prog;
+  prog.count = 0;
+  prog.contrast_at = -1;
+  const int k = program.count;
+  for (int j = 0; j < k; ++j) {
+    const int64_t slot = order ? order[n * k + j] : j;
+    if (slot < 0 || slot >= k) continue;  // not a permutation: the op's documented "skipped"
+    if (apply && !apply[n * k + slot]) continue;
+    Step<P> s;
+    s.kind = program.kinds[slot];
+    s.a = factors[n * k + slot];
+    s.b = P(0);
+    if (s.kind == kContrast || s.kind == kSaturation) {
+      s.b = P(1.0 - static_cast<double>(s.a));  // _blend's alpha, a Python float
+      if (prog.contrast_at < 0 && s.kind == kContrast) prog.contrast_at = prog.count;
+    } else if (s.kind == kPosterize) {
+      s.b = P(int64_t{1} << (static_cast<int>(s.a) & 15));
+    }
+    prog.steps[prog.count++] = s;
+  }
+  return prog;
+}
+
+}  // namespace gpuaug::photo

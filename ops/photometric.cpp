@@ -1,0 +1,261 @@
+// gpuaug::photometric: schema, C++ API, argument checks, Meta kernel and the body its CPU and CUDA
+// loops share.
+#include "ops/photometric.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/arange.h>
+#include <torch/library.h>
+
+#include <string>
+
+#include "gpuaug/ops.h"
+#include "kernels/photometric.h"
+#include "ops/checks.h"
+
+namespace gpuaug {
+
+TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
+  m.def(
+      "photometric(Tensor image, int[] stages, Tensor factors, *, Tensor? order=None, "
+      "Tensor? apply=None, ScalarType? dtype=None, float[]? mean=None, float[]? std=None) "
+      "-> Tensor");
+}
+
+at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const at::Tensor& factors,
+                       const std::optional<at::Tensor>& order,
+                       const std::optional<at::Tensor>& apply, std::optional<at::ScalarType> dtype,
+                       std::optional<c10::ArrayRef<double>> mean,
+                       std::optional<c10::ArrayRef<double>> stddev) {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("gpuaug::photometric", "")
+          .typed<at::Tensor(const at::Tensor&, c10::IntArrayRef, const at::Tensor&,
+                            const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
+                            std::optional<at::ScalarType>, std::optional<c10::ArrayRef<double>>,
+                            std::optional<c10::ArrayRef<double>>)>();
+  return op.call(image, stages, factors, order, apply, dtype, mean, stddev);
+}
+
+namespace {
+
+using namespace photo;
+
+constexpr const char* kOp = "gpuaug::photometric";
+constexpr const char* kKindNames[] = {"",         "brightness", "contrast", "saturation",
+                                      "hue",      "grayscale",  "solarize", "posterize",
+                                      "invert",   "permute_channels"};
+
+bool is_image_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16 ||
+         t == at::kByte;
+}
+
+c10::SymInt sample_count(const at::Tensor& image) {
+  return image.dim() == 3 ? c10::SymInt(1) : image.sym_size(0);
+}
+
+void check_image(const at::Tensor& image) {
+  TORCH_CHECK(image.dim() >= 3 && image.dim() <= 5, kOp,
+              ": expected 'image' of shape [C, H, W], [N, C, H, W] or [N, T, C, H, W], but got ",
+              std::to_string(image.dim()), "-d shape ", shape_str(image.sym_sizes()));
+  TORCH_CHECK(is_image_dtype(image.scalar_type()), kOp,
+              ": expected 'image' of dtype float32, float64, float16, bfloat16 or uint8, but got ",
+              image.scalar_type());
+  const auto channels = image.sym_size(image.dim() - 3);
+  TORCH_CHECK(channels == 1 || channels == 3, kOp,
+              ": expected 'image' with 1 or 3 channels (dimension ", std::to_string(image.dim() - 3),
+              "), as torchvision's colour adjustments, but got ", size_str(channels));
+}
+
+Program make_program(c10::IntArrayRef stages) {
+  TORCH_CHECK(!stages.empty() && stages.size() <= static_cast<size_t>(kMaxStages), kOp,
+              ": expected 1 to ", std::to_string(kMaxStages), " 'stages', but got ",
+              std::to_string(stages.size()));
+  Program program{};
+  program.count = static_cast<int>(stages.size());
+  int contrasts = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    TORCH_CHECK(stages[i] >= 1 && stages[i] <= kKinds, kOp, ": expected 'stages' of codes 1 to ",
+                std::to_string(kKinds), " (gpuaug.Stage), but got ",
+                std::to_string(stages[i]), " at index ", std::to_string(i));
+    program.kinds[i] = static_cast<uint8_t>(stages[i]);
+    contrasts += stages[i] == kContrast;
+  }
+  // One reduction pass: the mean one contrast stage needs.
+  TORCH_CHECK(contrasts <= 1, kOp, ": expected at most one contrast stage per call, but got ",
+              std::to_string(contrasts));
+  program.has_contrast = contrasts == 1;
+  return program;
+}
+
+// order, factors and apply: [K] (every sample) or [N, K], on the image's device.
+void check_per_slot(const char* name, const at::Tensor& t, const at::Tensor& image, int64_t k,
+                    const char* dtypes, bool dtype_ok) {
+  TORCH_CHECK(dtype_ok, kOp, ": expected '", name, "' of dtype ", dtypes, ", but got ",
+              t.scalar_type());
+  const auto n = sample_count(image);
+  const bool shape_ok = (t.dim() == 1 && t.sym_size(0) == k) ||
+                        (t.dim() == 2 && t.sym_size(0) == n && t.sym_size(1) == k);
+  TORCH_CHECK(shape_ok, kOp, ": expected '", name, "' of shape [", std::to_string(k), "] or [",
+              size_str(n), ", ", std::to_string(k), "] (one per stage) for an image of shape ",
+              shape_str(image.sym_sizes()), ", but got ", shape_str(t.sym_sizes()));
+  TORCH_CHECK(t.device() == image.device(), kOp, ": expected '", name, "' on ", image.device(),
+              " like 'image', but got ", t.device());
+}
+
+// Values are checked where they are on the CPU (no synchronisation); on the GPU the kernels apply
+// the formulas to whatever they hold and skip order entries that are not slots.
+void check_factor_values(const Program& program, const at::Tensor& factors, bool uint8_image,
+                         bool one_channel) {
+  if (!factors.device().is_cpu() || factors.numel() == 0) return;
+  const at::Tensor rows = factors.to(at::kDouble).reshape({-1, program.count});
+  const auto values = rows.accessor<double, 2>();
+  for (int64_t n = 0; n < rows.size(0); ++n) {
+    for (int j = 0; j < program.count; ++j) {
+      const double v = values[n][j];
+      const int kind = program.kinds[j];
+      bool ok = true;
+      const char* expected = "";
+      switch (kind) {
+        case kBrightness:
+        case kContrast:
+        case kSaturation:
+          ok = v >= 0, expected = ">= 0";
+          break;
+        case kHue:
+          ok = v >= -0.5 && v <= 0.5, expected = "in [-0.5, 0.5]";
+          break;
+        case kSolarize:
+          ok = v <= (uint8_image ? 255.0 : 1.0),
+          expected = uint8_image ? "<= 255 (the image's maximum)" : "<= 1 (the image's maximum)";
+          break;
+        case kPosterize:
+          ok = v >= 0 && v <= 8 && v == static_cast<int>(v), expected = "an integer in [0, 8]";
+          break;
+        case kPermuteChannels: {
+          const int code = static_cast<int>(v);
+          const int p0 = code % 3, p1 = code / 3 % 3, p2 = code / 9;
+          if (one_channel) {
+            ok = v == 0, expected = "0 (the one channel stays)";
+          } else {
+            ok = v == code && code >= 0 && p2 < 3 && p0 != p1 && p1 != p2 && p0 != p2;
+            expected = "p0 + 3 p1 + 9 p2 for a permutation (p0, p1, p2) of (0, 1, 2)";
+          }
+          break;
+        }
+        default:
+          break;
+      }
+      TORCH_CHECK(ok, kOp, ": expected the ", kKindNames[kind], " factor (slot ",
+                  std::to_string(j), ") ", expected, ", but got ", number_str(v));
+    }
+  }
+}
+
+void check_order_values(const at::Tensor& order, int64_t k) {
+  if (!order.device().is_cpu() || order.numel() == 0) return;
+  const at::Tensor rows = order.reshape({-1, k});
+  const at::Tensor sorted = std::get<0>(rows.sort(1));
+  const at::Tensor bad = sorted.ne(at::arange(k, order.options())).any(1);
+  if (!bad.any().item<bool>()) return;
+  const int64_t row = bad.nonzero().select(0, 0).item<int64_t>();
+  const at::Tensor values = rows.select(0, row).to(at::kDouble).contiguous();
+  TORCH_CHECK(false, kOp, ": expected each row of 'order' to be a permutation of 0..",
+              std::to_string(k - 1), ", but row ", std::to_string(row), " is ",
+              values_str({values.const_data_ptr<double>(), static_cast<size_t>(k)}));
+}
+
+void check_output(const at::Tensor& image, at::ScalarType out_dtype,
+                  std::optional<c10::ArrayRef<double>> mean,
+                  std::optional<c10::ArrayRef<double>> stddev) {
+  const auto in_dtype = image.scalar_type();
+  const bool pair_ok = out_dtype == in_dtype ||
+                       (in_dtype == at::kByte && is_image_dtype(out_dtype)) ||
+                       (out_dtype == at::kByte && is_image_dtype(in_dtype));
+  TORCH_CHECK(pair_ok, kOp,
+              ": expected 'dtype' to be the image's dtype, a floating dtype for a uint8 image or "
+              "uint8 for a floating one, but got ", out_dtype, " for a ", in_dtype, " image");
+  TORCH_CHECK(mean.has_value() == stddev.has_value(), kOp,
+              ": 'mean' and 'std' normalise together: pass both or neither, but got only '",
+              mean.has_value() ? "mean" : "std", "'");
+  if (!mean.has_value()) return;
+  TORCH_CHECK(out_dtype != at::kByte, kOp,
+              ": 'mean' and 'std' need a floating output dtype, but the output is ", out_dtype);
+  const auto c = image.sym_size(image.dim() - 3);
+  for (const auto& [name, values] : {std::pair{"mean", *mean}, std::pair{"std", *stddev}}) {
+    TORCH_CHECK(c == static_cast<int64_t>(values.size()), kOp, ": expected '", name,
+                "' of length ", size_str(c), " (one value per channel), but got ",
+                std::to_string(values.size()));
+  }
+  for (double s : *stddev) {
+    TORCH_CHECK(s != 0.0, kOp, ": 'std' must not contain 0, but got ", values_str(*stddev));
+  }
+}
+
+}  // namespace
+
+at::Tensor photometric_meta(const at::Tensor& image, c10::IntArrayRef stages,
+                            const at::Tensor& factors, const std::optional<at::Tensor>& order,
+                            const std::optional<at::Tensor>& apply,
+                            std::optional<at::ScalarType> dtype,
+                            std::optional<c10::ArrayRef<double>> mean,
+                            std::optional<c10::ArrayRef<double>> stddev) {
+  check_defined(kOp, "image", image);
+  check_defined(kOp, "factors", factors);
+  check_image(image);
+  const Program program = make_program(stages);
+  const int64_t k = program.count;
+  check_per_slot("factors", factors, image, k, "float32, float64, float16 or bfloat16",
+                 at::isFloatingType(factors.scalar_type()));
+  if (order.has_value()) {
+    check_per_slot("order", *order, image, k, "int64", order->scalar_type() == at::kLong);
+  }
+  if (apply.has_value()) {
+    check_per_slot("apply", *apply, image, k, "bool", apply->scalar_type() == at::kBool);
+  }
+  const auto out_dtype = dtype.value_or(image.scalar_type());
+  check_output(image, out_dtype, mean, stddev);
+  return color_empty_like(image, out_dtype);
+}
+
+namespace {
+
+// [K] or [N, K] as a contiguous [N, K] of `dtype` (a copy only where needed).
+at::Tensor per_sample_rows(const at::Tensor& t, int64_t n, int64_t k, at::ScalarType dtype) {
+  at::Tensor rows = t.scalar_type() == dtype ? t : t.to(dtype);
+  if (rows.dim() == 1) rows = rows.expand({n, k});
+  return rows.contiguous();
+}
+
+at::Tensor photometric_kernel(const at::Tensor& image, c10::IntArrayRef stages,
+                              const at::Tensor& factors, const std::optional<at::Tensor>& order,
+                              const std::optional<at::Tensor>& apply,
+                              std::optional<at::ScalarType> dtype,
+                              std::optional<c10::ArrayRef<double>> mean,
+                              std::optional<c10::ArrayRef<double>> stddev) {
+  at::Tensor out = photometric_meta(image, stages, factors, order, apply, dtype, mean, stddev);
+  const Program program = make_program(stages);
+  const int64_t k = program.count;
+  check_factor_values(program, factors, image.scalar_type() == at::kByte,
+                      image.size(image.dim() - 3) == 1);
+  if (order.has_value()) check_order_values(*order, k);
+  if (out.numel() == 0) return out;
+  const int64_t n = image.dim() == 3 ? 1 : image.size(0);
+  const auto compute = image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  const at::Tensor factor_rows = per_sample_rows(factors, n, k, compute);
+  const at::Tensor order_rows = order.has_value() ? per_sample_rows(*order, n, k, at::kLong) : at::Tensor();
+  const at::Tensor apply_rows = apply.has_value() ? per_sample_rows(*apply, n, k, at::kBool) : at::Tensor();
+  photometric_loops.on(kOp, image.device().type())(out, image, program, factor_rows, order_rows,
+                                                   apply_rows, mean, stddev);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { m.impl("photometric", &photometric_kernel); }
+#ifdef GPUAUG_WITH_CUDA
+TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { m.impl("photometric", &photometric_kernel); }
+#endif
+TORCH_LIBRARY_IMPL(gpuaug, Meta, m) { m.impl("photometric", &photometric_meta); }
+
+}  // namespace gpuaug

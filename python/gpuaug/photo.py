@@ -1,0 +1,323 @@
+"""torchvision's photometric transforms, with each sample's own random draws, through the fused
+``gpuaug::photometric`` op.
+
+Every transform here is a program of stages (brightness, contrast, ...) with per-sample factors,
+an order per sample and an apply mask per sample and stage. ``sample_params(image)`` draws them
+on the image's device (no host synchronisation, so a transform runs inside a CUDA graph) and
+``forward(image, params)`` replays them. :class:`Compose` concatenates the programs of several
+transforms into one call of the op: one element-wise pass over the batch, plus one reduction pass
+when the program has a contrast stage.
+"""
+
+import numbers
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+__all__ = ["Stage", "photometric", "ColorJitter", "RandomGrayscale", "RandomSolarize",
+           "RandomPosterize", "RandomInvert", "RandomChannelPermutation",
+           "RandomPhotometricDistort", "Compose"]
+
+
+class Stage:
+    """The stage codes of ``gpuaug::photometric``'s ``stages`` argument."""
+    BRIGHTNESS = 1
+    CONTRAST = 2
+    SATURATION = 3
+    HUE = 4
+    GRAYSCALE = 5
+    SOLARIZE = 6
+    POSTERIZE = 7
+    INVERT = 8
+    PERMUTE_CHANNELS = 9
+
+
+def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *,
+                order: Optional[torch.Tensor] = None, apply: Optional[torch.Tensor] = None,
+                dtype: Optional[torch.dtype] = None, mean: Optional[List[float]] = None,
+                std: Optional[List[float]] = None) -> torch.Tensor:
+    """Runs each sample of ``image`` through its program, as torchvision.transforms.v2.functional
+    would run that one image through the same calls.
+
+    ``stages`` (K codes of :class:`Stage`) are the slots; ``factors`` (``[K]`` or ``[N, K]``,
+    floating, on the image's device) their parameters: brightness, contrast and saturation
+    factors, the hue factor, the solarize threshold (in the image's range: 0..255 for uint8),
+    posterize's bits, and for a channel permutation ``p0 + 3 p1 + 9 p2`` (output channel c takes
+    input channel ``p_c``); grayscale and invert ignore theirs. ``order`` (int64 ``[K]`` or
+    ``[N, K]``, rows permutations of ``0..K-1``) is the order a sample runs its slots in, and
+    ``apply`` (bool, same shapes) which it runs. At most one contrast stage.
+
+    ``image``: ``[C, H, W]``, ``[N, C, H, W]`` or ``[N, T, C, H, W]`` (frames share their
+    sample's draws; contrast's mean is per frame, as torchvision's is per image), C = 1 or 3,
+    uint8 or floating, contiguous or channels-last. ``dtype`` converts the result as
+    ``to_dtype(scale=True)`` does (the image's dtype, floating from uint8, uint8 from floating),
+    then ``mean`` and ``std`` normalise it. Not differentiable yet.
+    """
+    return torch.ops.gpuaug.photometric(image, stages, factors, order=order, apply=apply,
+                                        dtype=dtype, mean=mean, std=std)
+
+
+def _samples(image: torch.Tensor) -> int:
+    if image.dim() < 3 or image.dim() > 5:
+        raise ValueError("gpuaug.transforms: expected an image of shape [C, H, W], [N, C, H, W] "
+                         f"or [N, T, C, H, W], got {list(image.shape)}")
+    return 1 if image.dim() == 3 else image.shape[0]
+
+
+def _uniform(name: str, value: Optional[object], center: float = 1.0,
+             bound: Tuple[float, float] = (0.0, float("inf")),
+             clip_first_on_zero: bool = True) -> Optional[Tuple[float, float]]:
+    # torchvision's ColorJitter._check_input: a number v means [center - v, center + v].
+    if value is None:
+        return None
+    if isinstance(value, numbers.Number):
+        if value < 0:
+            raise ValueError(f"If {name} is a single number, it must be non negative.")
+        low, high = center - float(value), center + float(value)
+        if clip_first_on_zero:
+            low = max(low, 0.0)
+    elif isinstance(value, Sequence) and len(value) == 2:
+        low, high = float(value[0]), float(value[1])
+    else:
+        raise TypeError(f"{name}={value} should be a single number or a sequence with length 2.")
+    if not bound[0] <= low <= high <= bound[1]:
+        raise ValueError(f"{name} values should be between {bound} and increasing, but got "
+                         f"{[low, high]}.")
+    return None if low == high == center else (low, high)
+
+
+def _rand(shape: List[int], image: torch.Tensor,
+          generator: Optional[torch.Generator]) -> torch.Tensor:
+    if generator is None:  # rand(generator=None) does not trace with symbolic sizes
+        return torch.rand(shape, device=image.device)
+    return torch.rand(shape, device=image.device, generator=generator)
+
+
+def _permutation_codes(u: torch.Tensor, channels: int) -> torch.Tensor:
+    """Per row of ``u`` ([N, 3] uniforms) a random permutation of 3 channels, as the op's code."""
+    if channels == 1:
+        return torch.zeros_like(u[:, 0])
+    perm = torch.argsort(u, dim=1).to(u.dtype)
+    return perm[:, 0] + 3.0 * perm[:, 1] + 9.0 * perm[:, 2]
+
+
+def _params(factors: torch.Tensor, order: torch.Tensor,
+            apply: torch.Tensor) -> Dict[str, torch.Tensor]:
+    return {"factors": factors, "order": order, "apply": apply}
+
+
+def _identity_order(n: int, k: int, image: torch.Tensor) -> torch.Tensor:
+    return torch.arange(k, device=image.device).expand(n, k)
+
+
+class _Photometric(nn.Module):
+    """What every transform shares: its stages, its draws' generator, the output conversion."""
+
+    stages: List[int]
+    dtype: Optional[torch.dtype]
+    mean: Optional[List[float]]
+    std: Optional[List[float]]
+    generator: Optional[torch.Generator]
+
+    def __init__(self, stages: List[int], generator: Optional[torch.Generator],
+                 dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
+                 std: Optional[Sequence[float]] = None) -> None:
+        super().__init__()
+        if (mean is None) != (std is None):
+            raise ValueError("gpuaug.transforms: 'mean' and 'std' normalise together: pass both "
+                             "or neither")
+        self.stages = stages
+        self.generator = generator
+        self.dtype = dtype
+        self.mean = None if mean is None else [float(m) for m in mean]
+        self.std = None if std is None else [float(s) for s in std]
+
+    def forward(self, image: torch.Tensor,
+                params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
+        """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``."""
+        if params is None:
+            params = self.sample_params(image)
+        return torch.ops.gpuaug.photometric(
+            image, self.stages, params["factors"], order=params["order"], apply=params["apply"],
+            dtype=self.dtype, mean=self.mean, std=self.std)
+
+    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+
+class ColorJitter(_Photometric):
+    """torchvision.transforms.v2.ColorJitter with factors and order drawn per sample.
+
+    Same arguments and ranges as torchvision's; each sample draws its brightness, contrast,
+    saturation and hue factors and its own order of the four adjustments. ``sample_params``
+    returns ``factors`` ``[N, 4]`` (brightness, contrast, saturation, hue), ``order`` ``[N, 4]``
+    (torchvision's ``fn_idx``) and ``apply`` ``[N, 4]`` (false for an adjustment left out).
+    """
+
+    def __init__(self, brightness: Optional[object] = None, contrast: Optional[object] = None,
+                 saturation: Optional[object] = None, hue: Optional[object] = None, *,
+                 generator: Optional[torch.Generator] = None,
+                 dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
+                 std: Optional[Sequence[float]] = None) -> None:
+        super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE],
+                         generator, dtype, mean, std)
+        ranges = [_uniform("brightness", brightness), _uniform("contrast", contrast),
+                  _uniform("saturation", saturation),
+                  _uniform("hue", hue, center=0.0, bound=(-0.5, 0.5), clip_first_on_zero=False)]
+        self.low = [0.0 if r is None else r[0] for r in ranges]
+        self.high = [0.0 if r is None else r[1] for r in ranges]
+        self.enabled = [r is not None for r in ranges]
+
+    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        n = _samples(image)
+        u = _rand([n, 8], image, self.generator)
+        factors = torch.stack([u[:, i] * (self.high[i] - self.low[i]) + self.low[i]
+                               for i in range(4)], dim=1)
+        order = torch.argsort(u[:, 4:], dim=1)
+        # Fills, not a host list copied to the device: nothing here stops a CUDA graph capture.
+        apply = torch.stack([torch.full([n], e, dtype=torch.bool, device=image.device)
+                             for e in self.enabled], dim=1)
+        return _params(factors, order, apply)
+
+
+class _RandomApply(_Photometric):
+    """One stage with one factor, applied to each sample with probability p."""
+
+    def __init__(self, stage: int, factor: float, p: float,
+                 generator: Optional[torch.Generator]) -> None:
+        super().__init__([stage], generator)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError("`p` should be a floating point value in the interval [0.0, 1.0].")
+        self.p = float(p)
+        self.factor = float(factor)
+
+    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        n = _samples(image)
+        apply = _rand([n, 1], image, self.generator) < self.p
+        factors = torch.full([n, 1], self.factor, device=image.device)
+        return _params(factors, _identity_order(n, 1, image), apply)
+
+
+class RandomGrayscale(_RandomApply):
+    """torchvision.transforms.v2.RandomGrayscale, per sample: the image's channel count is kept."""
+
+    def __init__(self, p: float = 0.1, *, generator: Optional[torch.Generator] = None) -> None:
+        super().__init__(Stage.GRAYSCALE, 0.0, p, generator)
+
+
+class RandomSolarize(_RandomApply):
+    """torchvision.transforms.v2.RandomSolarize, per sample: ``threshold`` in the image's range
+    (0..255 for uint8, 0..1 for floating images)."""
+
+    def __init__(self, threshold: float, p: float = 0.5, *,
+                 generator: Optional[torch.Generator] = None) -> None:
+        super().__init__(Stage.SOLARIZE, threshold, p, generator)
+
+    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        bound = 255.0 if image.dtype == torch.uint8 else 1.0
+        if self.factor > bound:
+            raise TypeError("Threshold should be less or equal the maximum value of the dtype, "
+                            f"but got {self.factor}")
+        return super().sample_params(image)
+
+
+class RandomPosterize(_RandomApply):
+    """torchvision.transforms.v2.RandomPosterize, per sample."""
+
+    def __init__(self, bits: int, p: float = 0.5, *,
+                 generator: Optional[torch.Generator] = None) -> None:
+        if not isinstance(bits, int) or not 0 <= bits <= 8:
+            raise TypeError("bits must be a positive integer in the range [0, 8], got "
+                            f"{bits} instead.")
+        super().__init__(Stage.POSTERIZE, bits, p, generator)
+
+
+class RandomInvert(_RandomApply):
+    """torchvision.transforms.v2.RandomInvert, per sample."""
+
+    def __init__(self, p: float = 0.5, *, generator: Optional[torch.Generator] = None) -> None:
+        super().__init__(Stage.INVERT, 0.0, p, generator)
+
+
+class RandomChannelPermutation(_Photometric):
+    """torchvision.transforms.v2.RandomChannelPermutation, a permutation per sample."""
+
+    def __init__(self, *, generator: Optional[torch.Generator] = None) -> None:
+        super().__init__([Stage.PERMUTE_CHANNELS], generator)
+
+    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        n = _samples(image)
+        u = _rand([n, 3], image, self.generator)
+        factors = _permutation_codes(u, image.shape[-3]).unsqueeze(1)
+        apply = torch.ones([n, 1], dtype=torch.bool, device=image.device)
+        return _params(factors, _identity_order(n, 1, image), apply)
+
+
+class RandomPhotometricDistort(_Photometric):
+    """torchvision.transforms.v2.RandomPhotometricDistort, every draw per sample: brightness,
+    contrast (before or after saturation and hue), saturation, hue, each with probability p, then
+    a channel permutation with probability p."""
+
+    def __init__(self, brightness: Tuple[float, float] = (0.875, 1.125),
+                 contrast: Tuple[float, float] = (0.5, 1.5),
+                 saturation: Tuple[float, float] = (0.5, 1.5),
+                 hue: Tuple[float, float] = (-0.05, 0.05), p: float = 0.5, *,
+                 generator: Optional[torch.Generator] = None) -> None:
+        super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE,
+                          Stage.PERMUTE_CHANNELS], generator)
+        ranges = [brightness, contrast, saturation, hue]
+        self.low = [float(r[0]) for r in ranges]
+        self.high = [float(r[1]) for r in ranges]
+        self.p = float(p)
+
+    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        n = _samples(image)
+        u = _rand([n, 13], image, self.generator)
+        factors = torch.stack(
+            [u[:, i] * (self.high[i] - self.low[i]) + self.low[i] for i in range(4)]
+            + [_permutation_codes(u[:, 4:7], image.shape[-3])], dim=1)
+        apply = u[:, 7:12] < self.p
+        # slots: brightness 0, contrast 1, saturation 2, hue 3, permutation 4; contrast runs
+        # second ([0, 1, 2, 3, 4]) or fourth ([0, 2, 3, 1, 4])
+        before = (u[:, 12] < 0.5).long()
+        order = torch.stack([before * 0, 2 - before, 3 - before, 1 + 2 * before, before * 0 + 4],
+                            dim=1)
+        return _params(factors, order, apply)
+
+
+class Compose(_Photometric):
+    """Several of these transforms as one call of the op: their programs one after the other,
+    then ``dtype`` (``to_dtype(scale=True)``) and ``mean``/``std`` (Normalize). At most one
+    contrast stage in all (ColorJitter and RandomPhotometricDistort have one each)."""
+
+    def __init__(self, transforms: Sequence[_Photometric], *,
+                 dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
+                 std: Optional[Sequence[float]] = None) -> None:
+        stages: List[int] = []
+        for t in transforms:
+            if not isinstance(t, _Photometric) or isinstance(t, Compose):
+                raise TypeError("gpuaug.transforms.Compose: expected gpuaug.transforms' "
+                                f"photometric transforms, got {type(t).__name__}")
+            if t.dtype is not None or t.mean is not None:
+                raise ValueError("gpuaug.transforms.Compose: the output conversion is the "
+                                 "Compose's own: pass 'dtype', 'mean' and 'std' to it")
+            stages += t.stages
+        if stages.count(Stage.CONTRAST) > 1:
+            raise ValueError("gpuaug.transforms.Compose: at most one contrast stage (one "
+                             "reduction pass), got " + str(stages.count(Stage.CONTRAST)))
+        super().__init__(stages, None, dtype, mean, std)
+        self.transforms = nn.ModuleList(transforms)
+
+    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        factors: List[torch.Tensor] = []
+        orders: List[torch.Tensor] = []
+        applies: List[torch.Tensor] = []
+        offset = 0
+        for t in self.transforms:
+            p = t.sample_params(image)
+            factors.append(p["factors"])
+            orders.append(p["order"] + offset)
+            applies.append(p["apply"])
+            offset += p["factors"].shape[1]
+        return _params(torch.cat(factors, 1), torch.cat(orders, 1), torch.cat(applies, 1))
