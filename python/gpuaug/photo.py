@@ -181,6 +181,14 @@ class ColorJitter(_Photometric):
         return _params(factors, order, apply)
 
 
+def _random_apply_params(image: torch.Tensor, factor: float, p: float,
+                         generator: Optional[torch.Generator]) -> Dict[str, torch.Tensor]:
+    n = _samples(image)
+    apply = _rand([n, 1], image, generator) < p
+    factors = torch.full([n, 1], factor, device=image.device)
+    return _params(factors, _identity_order(n, 1, image), apply)
+
+
 class _RandomApply(_Photometric):
     """One stage with one factor, applied to each sample with probability p."""
 
@@ -193,10 +201,7 @@ class _RandomApply(_Photometric):
         self.factor = float(factor)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        n = _samples(image)
-        apply = _rand([n, 1], image, self.generator) < self.p
-        factors = torch.full([n, 1], self.factor, device=image.device)
-        return _params(factors, _identity_order(n, 1, image), apply)
+        return _random_apply_params(image, self.factor, self.p, self.generator)
 
 
 class RandomGrayscale(_RandomApply):
@@ -219,7 +224,7 @@ class RandomSolarize(_RandomApply):
         if self.factor > bound:
             raise TypeError("Threshold should be less or equal the maximum value of the dtype, "
                             f"but got {self.factor}")
-        return super().sample_params(image)
+        return _random_apply_params(image, self.factor, self.p, self.generator)
 
 
 class RandomPosterize(_RandomApply):

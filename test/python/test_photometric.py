@@ -1,0 +1,370 @@
+"""gpuaug::photometric and gpuaug.transforms' photometric transforms against torchvision.transforms.v2
+.functional applied image by image with the same (replayed) per-sample draws."""
+import pytest
+import torch
+import torchvision.transforms.v2.functional as F
+
+import gpuaug
+from gpuaug import Stage
+from gpuaug import transforms as T
+from gpuaug_testing import DEVICES, requires_cuda
+
+IMAGE_DTYPES = [torch.uint8, torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def torchvision_program(image, stages, factors, order, apply):
+    """One image through its program with torchvision's functional API."""
+    out = image.clone()
+    for slot in order.tolist():
+        if not apply[slot]:
+            continue
+        kind, v = stages[slot], float(factors[slot])
+        if kind == Stage.BRIGHTNESS:
+            out = F.adjust_brightness(out, v)
+        elif kind == Stage.CONTRAST:
+            out = F.adjust_contrast(out, v)
+        elif kind == Stage.SATURATION:
+            out = F.adjust_saturation(out, v)
+        elif kind == Stage.HUE:
+            out = F.adjust_hue(out, v)
+        elif kind == Stage.GRAYSCALE:
+            out = F.rgb_to_grayscale(out, num_output_channels=out.shape[-3])
+        elif kind == Stage.SOLARIZE:
+            out = F.solarize(out, v)
+        elif kind == Stage.POSTERIZE:
+            out = F.posterize(out, int(v))
+        elif kind == Stage.INVERT:
+            out = F.invert(out)
+        elif kind == Stage.PERMUTE_CHANNELS:
+            code = int(v)
+            out = F.permute_channels(out, [code % 3, code // 3 % 3, code // 9][:out.shape[-3]])
+    return out
+
+
+def torchvision_batch(image, stages, params):
+    """Per sample (frames of a [N, T, C, H, W] video share their sample's draws)."""
+    batched = image if image.dim() > 3 else image.unsqueeze(0)
+    out = torch.stack([
+        torchvision_program(batched[n].cpu(), stages, params["factors"][n].cpu(),
+                            params["order"][n].cpu(), params["apply"][n].cpu())
+        for n in range(batched.shape[0])])
+    return out if image.dim() > 3 else out[0]
+
+
+def make_image(shape, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    image = torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
+    if dtype != torch.uint8:
+        image = (image.double() / 255).to(dtype)
+    return image.to(device)
+
+
+def solarize_threshold(dtype):
+    return 128.0 if dtype == torch.uint8 else 0.5
+
+
+def every_transform(dtype):
+    return {
+        "ColorJitter": T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+        "RandomPhotometricDistort": T.RandomPhotometricDistort(p=0.7),
+        "Compose": T.Compose([
+            T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomSolarize(solarize_threshold(dtype)),
+            T.RandomPosterize(5), T.RandomInvert(), T.RandomGrayscale(0.3),
+            T.RandomChannelPermutation()]),
+        "RandomGrayscale": T.RandomGrayscale(0.5),
+        "RandomSolarize": T.RandomSolarize(solarize_threshold(dtype)),
+        "RandomPosterize": T.RandomPosterize(3),
+        "RandomInvert": T.RandomInvert(),
+        "RandomChannelPermutation": T.RandomChannelPermutation(),
+    }
+
+
+def assert_matches_torchvision(out, expected, dtype, differentiable_chain=True):
+    """float32 within 1e-5; uint8 equal but for at most 1 where a rounding falls differently (and
+    in under 0.1% of the values); float64 within 1e-5 (torchvision runs hue in float32); the half
+    types within a few of their units in the last place, except where a threshold (solarize,
+    posterize) sees a value one unit off."""
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    diff = (out.cpu().double() - expected.double()).abs()
+    if dtype == torch.uint8:
+        assert diff.max().item() <= 1
+        assert (diff > 0).double().mean().item() < 1e-3
+    elif dtype in (torch.float32, torch.float64):
+        assert diff.max().item() <= 1e-5
+    else:
+        ulp = 2.0 ** (-10 if dtype == torch.float16 else -7)
+        close = diff <= 4 * ulp
+        if differentiable_chain:
+            assert close.all()
+        else:
+            assert close.double().mean().item() > 0.97
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", IMAGE_DTYPES)
+@pytest.mark.parametrize("channels", [3, 1])
+@pytest.mark.parametrize("name", list(every_transform(torch.uint8)))
+def test_matches_torchvision(name, channels, dtype, device):
+    image = make_image([5, channels, 13, 29], dtype, device, seed=channels)
+    transform = every_transform(dtype)[name]
+    params = transform.sample_params(image)
+    out = transform(image, params)
+    expected = torchvision_batch(image, transform.stages, params)
+    thresholds = name in ("Compose", "RandomSolarize", "RandomPosterize")
+    assert_matches_torchvision(out, expected, dtype, differentiable_chain=not thresholds)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["channels_last", "strided", "3d", "video", "odd"])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_layouts(layout, dtype, device):
+    shape = {"3d": [3, 31, 17], "video": [3, 4, 3, 8, 16], "odd": [7, 3, 1, 97]}.get(
+        layout, [4, 3, 16, 24])
+    image = make_image(shape, dtype, device, seed=7)
+    if layout == "channels_last":
+        image = image.contiguous(memory_format=torch.channels_last)
+    elif layout == "strided":
+        image = make_image([4, 3, 16, 48], dtype, device, seed=7)[..., ::2]
+    transform = every_transform(dtype)["Compose"]
+    params = transform.sample_params(image)
+    out = transform(image, params)
+    if layout == "channels_last":
+        assert out.is_contiguous(memory_format=torch.channels_last)
+    expected = torchvision_batch(image, transform.stages, params)
+    assert_matches_torchvision(out, expected, dtype, differentiable_chain=False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.float64])
+def test_conversion_and_normalize(out_dtype, device):
+    """uint8 in, ColorJitter, ToDtype(scale=True) and Normalize: one call."""
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    image = make_image([6, 3, 32, 32], torch.uint8, device, seed=3)
+    transform = T.ColorJitter(0.4, 0.4, 0.4, 0.1, dtype=out_dtype, mean=mean, std=std)
+    params = transform.sample_params(image)
+    out = transform(image, params)
+    jittered = torchvision_batch(image, transform.stages, params)
+    expected = F.normalize(F.to_dtype(jittered, out_dtype, scale=True), mean, std)
+    assert out.dtype == out_dtype
+    tol = 1e-5 if out_dtype != torch.float16 else 4e-3
+    # a uint8 value torchvision truncates differently moves the output by 1/255/std
+    diff = (out.cpu().double() - expected.double()).abs()
+    assert (diff > tol).double().mean().item() < 1e-3
+    assert diff.max().item() <= 1 / 255 / min(std) + tol
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_to_uint8(device):
+    image = make_image([2, 3, 8, 8], torch.float32, device, seed=4)
+    out = gpuaug.photometric(image, [Stage.INVERT], torch.ones(1, device=device),
+                             dtype=torch.uint8)
+    expected = F.to_dtype(F.invert(image.cpu()), torch.uint8, scale=True)
+    assert torch.equal(out.cpu(), expected)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_per_sample_draws(device):
+    """Samples draw their own factors and orders; a generator makes the draws reproducible."""
+    image = make_image([64, 3, 4, 4], torch.uint8, device, seed=5)
+    g1 = torch.Generator(device=device).manual_seed(11)
+    g2 = torch.Generator(device=device).manual_seed(11)
+    p1 = T.ColorJitter(0.4, 0.4, 0.4, 0.1, generator=g1).sample_params(image)
+    p2 = T.ColorJitter(0.4, 0.4, 0.4, 0.1, generator=g2).sample_params(image)
+    for key in p1:
+        assert torch.equal(p1[key], p2[key])
+    assert p1["factors"][:, 0].unique().numel() == 64
+    assert p1["order"].unique(dim=0).shape[0] > 10
+    f = p1["factors"]
+    assert (f[:, :3] >= 0.6).all() and (f[:, :3] <= 1.4).all()
+    assert (f[:, 3].abs() <= 0.1).all()
+    distort = T.RandomPhotometricDistort(p=0.5).sample_params(image)
+    rate = distort["apply"].double().mean().item()
+    assert 0.35 < rate < 0.65
+
+
+def test_jitter_ranges_as_torchvision():
+    j = T.ColorJitter(brightness=(0.5, 0.9), contrast=0.0, hue=0.2)
+    assert j.enabled == [True, False, False, True]
+    with pytest.raises(ValueError, match="hue values should be between"):
+        T.ColorJitter(hue=0.7)
+    with pytest.raises(ValueError, match="must be non negative"):
+        T.ColorJitter(brightness=-1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_disabled_and_identity(device):
+    image = make_image([3, 3, 9, 9], torch.uint8, device, seed=6)
+    assert torch.equal(T.ColorJitter()(image), image)
+    assert torch.equal(T.RandomInvert(p=0.0)(image), image)
+    assert torch.equal(T.RandomInvert(p=1.0)(image), 255 - image)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_empty(device):
+    image = torch.empty([0, 3, 8, 8], dtype=torch.uint8, device=device)
+    assert T.ColorJitter(0.4, 0.4, 0.4, 0.1)(image).shape == image.shape
+    image = torch.empty([2, 3, 0, 8], dtype=torch.float32, device=device)
+    assert T.RandomPhotometricDistort()(image).shape == image.shape
+
+
+def opcheck_args(device):
+    image = make_image([2, 3, 5, 7], torch.uint8, device, seed=8)
+    params = T.ColorJitter(0.4, 0.4, 0.4, 0.1).sample_params(image)
+    return (image, [1, 2, 3, 4], params["factors"]), {
+        "order": params["order"], "apply": params["apply"], "dtype": torch.float32,
+        "mean": [0.5, 0.5, 0.5], "std": [0.2, 0.2, 0.2]}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device):
+    args, kwargs = opcheck_args(device)
+    torch.library.opcheck(torch.ops.gpuaug.photometric.default, args, kwargs,
+                          test_utils=("test_schema", "test_faketensor",
+                                      "test_aot_dispatch_static", "test_aot_dispatch_dynamic"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_dynamic_batch(device, fresh_dynamo):
+    transform = T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale()],
+                          dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3)
+
+    def run(image, params):
+        return transform(image, params)
+
+    compiled = torch.compile(run, fullgraph=True, dynamic=True)
+    for n in (3, 5, 8):
+        image = make_image([n, 3, 12, 10], torch.uint8, device, seed=n)
+        params = transform.sample_params(image)
+        torch.testing.assert_close(compiled(image, params), run(image, params), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_draws_inside(device, fresh_dynamo):
+    transform = T.RandomPhotometricDistort()
+    compiled = torch.compile(transform, fullgraph=True)
+    out = compiled(make_image([4, 3, 8, 8], torch.uint8, device, seed=9))
+    assert out.shape == (4, 3, 8, 8) and out.dtype == torch.uint8
+
+
+@pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
+                                  "RandomChannelPermutation", "RandomSolarize"])
+def test_torchscript(name, tmp_path):
+    transform = every_transform(torch.uint8)[name]
+    scripted = torch.jit.script(transform)
+    path = tmp_path / "t.pt"
+    scripted.save(str(path))
+    loaded = torch.jit.load(str(path))
+    image = make_image([3, 3, 8, 8], torch.uint8, "cpu", seed=10)
+    params = transform.sample_params(image)
+    assert torch.equal(loaded(image, params), transform(image, params))
+    assert loaded(image).shape == image.shape
+
+
+@requires_cuda
+def test_cuda_graph():
+    """Draws and transform captured together: each replay draws anew, as eager would."""
+    transform = T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomPhotometricDistort()][:1],
+                          dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3)
+    image = make_image([8, 3, 32, 32], torch.uint8, "cuda", seed=12)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        params = transform.sample_params(image)
+        transform(image, params)  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        params = transform.sample_params(image)
+        out = transform(image, params)
+    outputs = []
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, transform(image, params))
+        outputs.append(out.clone())
+    assert not torch.equal(outputs[0], outputs[1])
+
+
+def test_not_differentiable_yet():
+    image = torch.rand(2, 3, 4, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="gpuaug::photometric: gradients are not implemented"):
+        gpuaug.photometric(image, [Stage.BRIGHTNESS], torch.ones(1))
+    with torch.no_grad():
+        gpuaug.photometric(image, [Stage.BRIGHTNESS], torch.ones(1))
+
+
+def meta_image():
+    return torch.empty([2, 3, 4, 4], dtype=torch.uint8, device="meta")
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("call, message", [
+    (lambda i, d: gpuaug.photometric(i[0, 0], [1], torch.ones(1, device=d)),
+     r"expected 'image' of shape \[C, H, W\], \[N, C, H, W\] or \[N, T, C, H, W\], but got 2-d"),
+    (lambda i, d: gpuaug.photometric(i.int(), [1], torch.ones(1, device=d)),
+     "expected 'image' of dtype float32, float64, float16, bfloat16 or uint8, but got Int"),
+    (lambda i, d: gpuaug.photometric(i[:, :2], [1], torch.ones(1, device=d)),
+     "expected 'image' with 1 or 3 channels .*but got 2"),
+    (lambda i, d: gpuaug.photometric(i, [], torch.ones(0, device=d)),
+     "expected 1 to 16 'stages', but got 0"),
+    (lambda i, d: gpuaug.photometric(i, [10], torch.ones(1, device=d)),
+     "expected 'stages' of codes 1 to 9 .*but got 10 at index 0"),
+    (lambda i, d: gpuaug.photometric(i, [2, 2], torch.ones(2, device=d)),
+     "expected at most one contrast stage per call, but got 2"),
+    (lambda i, d: gpuaug.photometric(i, [1], torch.ones(2, device=d)),
+     r"expected 'factors' of shape \[1\] or \[2, 1\] .*but got \[2\]"),
+    (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, dtype=torch.int64, device=d)),
+     "expected 'factors' of dtype float32, float64, float16 or bfloat16, but got Long"),
+    (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, device=d),
+                                     order=torch.zeros(1, dtype=torch.int32, device=d)),
+     "expected 'order' of dtype int64, but got Int"),
+    (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, device=d),
+                                     apply=torch.ones(3, 1, dtype=torch.bool, device=d)),
+     r"expected 'apply' of shape \[1\] or \[2, 1\]"),
+    (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, device=d), dtype=torch.int32),
+     "expected 'dtype' to be the image's dtype, a floating dtype for a uint8 image or uint8 "
+     "for a floating one, but got Int for a Byte image"),
+    (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, device=d), mean=[0.5] * 3,
+                                     std=[1.0] * 3),
+     "'mean' and 'std' need a floating output dtype, but the output is Byte"),
+    (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, device=d), dtype=torch.float32,
+                                     mean=[0.5] * 3),
+     "'mean' and 'std' normalise together"),
+    (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, device=d), dtype=torch.float32,
+                                     mean=[0.5] * 2, std=[1.0] * 2),
+     "expected 'mean' of length 3 .*but got 2"),
+    (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, device=d), dtype=torch.float32,
+                                     mean=[0.5] * 3, std=[1.0, 0.0, 1.0]),
+     "'std' must not contain 0"),
+])
+def test_bad_inputs(call, message, device):
+    image = meta_image() if device == "meta" else torch.zeros([2, 3, 4, 4], dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match="gpuaug::photometric: " + message):
+        call(image, device)
+
+
+@pytest.mark.parametrize("stage, factor, message", [
+    (Stage.BRIGHTNESS, -0.5, r"the brightness factor \(slot 0\) >= 0, but got -0.5"),
+    (Stage.HUE, 0.7, r"the hue factor \(slot 0\) in \[-0.5, 0.5\], but got 0.7"),
+    (Stage.SOLARIZE, 300.0, r"the solarize factor \(slot 0\) <= 255"),
+    (Stage.POSTERIZE, 2.5, r"the posterize factor \(slot 0\) an integer in \[0, 8\]"),
+    (Stage.PERMUTE_CHANNELS, 4.0, r"the permute_channels factor \(slot 0\) .* a permutation"),
+])
+def test_bad_factor_values(stage, factor, message):
+    image = torch.zeros([2, 3, 4, 4], dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match="gpuaug::photometric: expected " + message):
+        gpuaug.photometric(image, [stage], torch.tensor([factor]))
+
+
+def test_bad_order_values():
+    image = torch.zeros([2, 3, 4, 4], dtype=torch.uint8)
+    order = torch.tensor([[0, 1], [1, 1]])
+    with pytest.raises(RuntimeError, match=r"row 1 is \[1, 1\]"):
+        gpuaug.photometric(image, [1, 8], torch.ones(2), order=order)
+
+
+@requires_cuda
+def test_device_mix():
+    image = torch.zeros([2, 3, 4, 4], dtype=torch.uint8, device="cuda")
+    with pytest.raises(RuntimeError, match="expected 'factors' on cuda:0 like 'image', but got cpu"):
+        gpuaug.photometric(image, [1], torch.ones(1))
