@@ -121,6 +121,49 @@ def check_color_transform(device):
             expect(f"{tag} grad {name}", a, b, exact=False)
 
 
+def check_photometric(device):
+    """photometric's kernels against its CPU kernel: the vectorised path planar and interleaved,
+    the per-element path (odd sizes, one channel, strided), with and without the contrast
+    reduction, per-sample order and apply, uint8 and float in, converted and normalised out."""
+    g = torch.Generator().manual_seed(70)
+    stages = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    cases = [((4, 3, 16, 32), False), ((4, 3, 16, 32), True), ((3, 3, 5, 7), False),
+             ((2, 1, 9, 11), False), ((2, 2, 3, 8, 16), False)]
+    for i, (shape, interleaved) in enumerate(cases):
+        n, c = shape[0], shape[-3]
+        x = torch.randint(0, 256, shape, generator=g, dtype=torch.uint8)
+        if interleaved:
+            x = x.contiguous(memory_format=torch.channels_last)
+        factors = torch.rand(n, 9, generator=g) * 0.8 + 0.6
+        factors[:, 3] = torch.rand(n, generator=g) - 0.5        # hue
+        factors[:, 5] = 128.0                                    # solarize
+        factors[:, 6] = 5.0                                      # posterize bits
+        factors[:, 8] = 5.0 if c == 3 else 0.0                   # permutation (2, 1, 0) or none
+        order = torch.argsort(torch.rand(n, 9, generator=g), dim=1)
+        apply = torch.rand(n, 9, generator=g) < 0.7
+        for with_contrast in (True, False):
+            st = stages if with_contrast else [1, 1] + stages[2:]
+            for xi, out_dtype, kwargs in [(x, None, {}),
+                                          (x, torch.float32, {"mean": [0.5] * c, "std": [0.25] * c}),
+                                          (x.float() / 255, None, {})]:
+                f = factors.clone()
+                if xi.dtype != torch.uint8:
+                    f[:, 5] = 0.5                                # solarize on [0, 1]
+                args = (st, f)
+                kw = dict(order=order, apply=apply, dtype=out_dtype, **kwargs)
+                want = ops.photometric(xi, *args, **kw)
+                got = ops.photometric(xi.to(device), st, f.to(device),
+                                      **{k: v.to(device) if isinstance(v, torch.Tensor) else v
+                                         for k, v in kw.items()})
+                tag = f"photometric {list(shape)}{' interleaved' if interleaved else ''} " \
+                      f"{xi.dtype}->{out_dtype or xi.dtype} contrast={with_contrast}"
+                expect(tag, got.float(), want.float(), exact=False)
+    strided = torch.randint(0, 256, (2, 3, 8, 32), generator=g, dtype=torch.uint8)[..., ::2]
+    factors = torch.full([2, 1], 1.3)
+    expect("photometric strided", ops.photometric(strided.to(device), [1], factors.to(device)),
+           ops.photometric(strided, [1], factors))
+
+
 def check_lltm(device):
     """Forward and backward kernels, partial tiles (B, S not multiples of 32) and the half types
     against the same op on the CPU."""
@@ -187,6 +230,7 @@ def main():
                torch.where(x.detach().cpu() > 0, mul_ref(w.cpu(), b.cpu()), torch.zeros((), dtype=dtype)))
 
     check_color_transform(device)
+    check_photometric(device)
     check_lltm(device)
     if device.startswith("cuda"):
         check_jit(device)

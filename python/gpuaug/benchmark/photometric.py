@@ -1,0 +1,112 @@
+"""Cases of gpuaug.transforms' photometric transforms against torchvision.transforms.v2 (one
+parameter set per batch, as it draws them) and Kornia (per sample, when it is installed).
+
+The headline: a 256x3x224x224 uint8 batch through ColorJitter(0.4, 0.4, 0.4, 0.1), converted to
+float32 and normalised. gpuaug's time includes its per-sample draws; bytes are those of a
+two-pass design (the image read twice, the output written once). The batch shrinks with --size
+(256 at the default 2^28).
+"""
+
+from typing import Callable, Optional
+
+import torch
+
+from .. import transforms as T
+from .harness import Case, register
+
+DEFAULT_SIZE = 2**28
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def image_inputs(shape, device):
+    return lambda: (torch.randint(0, 256, shape, device=device, dtype=torch.uint8),)
+
+
+def jitter_inputs(shape, device, transform):
+    """The image and our draws for it: the op alone, without drawing."""
+    def make():
+        image = torch.randint(0, 256, shape, device=device, dtype=torch.uint8)
+        return (image, transform.sample_params(image))
+    return make
+
+
+def torchvision_jitter_normalize() -> Optional[Callable]:
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    pipeline = v2.Compose([v2.ColorJitter(0.4, 0.4, 0.4, 0.1), v2.ToDtype(torch.float32, scale=True),
+                           v2.Normalize(MEAN, STD)])
+    return lambda x, *rest: pipeline(x)
+
+
+def kornia_jiggle_normalize() -> Optional[Callable]:
+    try:
+        import kornia.augmentation as K
+    except ImportError:
+        return None
+    jiggle = K.ColorJiggle(0.4, 0.4, 0.4, 0.1, p=1.0)
+    normalize = K.Normalize(torch.tensor(MEAN), torch.tensor(STD))
+
+    def run(x, *rest):
+        return normalize(jiggle(x.float() / 255))
+    return run
+
+
+def torchvision_same(transform_name: str, *args) -> Optional[Callable]:
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    t = getattr(v2, transform_name)(*args)
+    return lambda x, *rest: t(x)
+
+
+def five_transforms(module):
+    return [module.ColorJitter(0.4, 0.4, 0.4, 0.1), module.RandomGrayscale(0.2),
+            module.RandomSolarize(128.0), module.RandomPosterize(4), module.RandomInvert()]
+
+
+def torchvision_five() -> Optional[Callable]:
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    t = v2.Compose(five_transforms(v2))
+    return lambda x, *rest: t(x)
+
+
+def copy_of_image(x, *rest):
+    return torch.empty_like(x).copy_(x)
+
+
+@register
+def cases(numel: int, device: torch.device) -> list[Case]:
+    n = max(1, 256 * numel // DEFAULT_SIZE)
+    shape = (n, 3, 224, 224)
+    pixels = n * 3 * 224 * 224
+    u8 = torch.uint8
+    jitter = T.ColorJitter(0.4, 0.4, 0.4, 0.1, dtype=torch.float32, mean=MEAN, std=STD)
+    two_pass = 2 * pixels + 4 * pixels
+    result = [
+        Case("photometric jitter u8->f32 op", shape, u8, jitter_inputs(shape, device, jitter),
+             lambda x, p: jitter(x, p), copy_of_image, "copy of the image", two_pass),
+    ]
+    for baseline, label in [(torchvision_jitter_normalize(), "torchvision ColorJitter+Normalize"),
+                            (kornia_jiggle_normalize(), "Kornia ColorJiggle+Normalize")]:
+        if baseline is not None:
+            result.append(Case("photometric jitter u8->f32", shape, u8, image_inputs(shape, device),
+                               jitter, baseline, label, two_pass))
+    distort = T.RandomPhotometricDistort()
+    baseline = torchvision_same("RandomPhotometricDistort")
+    if baseline is not None:
+        result.append(Case("photometric distort u8->u8", shape, u8, image_inputs(shape, device),
+                           distort, baseline, "torchvision RandomPhotometricDistort",
+                           4 * pixels))
+    compose = T.Compose(five_transforms(T))
+    baseline = torchvision_five()
+    if baseline is not None:
+        result.append(Case("photometric 5-transform compose u8->u8", shape, u8,
+                           image_inputs(shape, device), compose, baseline,
+                           "torchvision Compose", 3 * pixels))
+    return result
