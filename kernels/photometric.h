@@ -60,7 +60,7 @@ template <typename P>
 struct Output {
   bool normalize;
   P mean[3];
-  P std[3];
+  P inv_std[3];
 };
 
 }  // namespace gpuaug
@@ -108,7 +108,7 @@ photo::Output<P> photometric_output(std::optional<c10::ArrayRef<double>> mean,
   o.normalize = mean.has_value();
   for (size_t c = 0; o.normalize && c < mean->size(); ++c) {
     o.mean[c] = static_cast<P>((*mean)[c]);
-    o.std[c] = static_cast<P>((*stddev)[c]);
+    o.inv_std[c] = static_cast<P>(1.0 / (*stddev)[c]);
   }
   return o;
 }

@@ -61,7 +61,20 @@ C10_HOST_DEVICE inline P blend(P v, P other, const Step<P>& s) {
   return stored<T>(clamp(rounded<T>(std::fma(other, s.b, rounded<T>(v * s.a))), P(0), bound<T, P>()));
 }
 
-// adjust_hue of one RGB pixel through HSV, on [0, 1] values.
+// x mod 1 with the divisor's sign (torch.remainder(x, 1), and fmod(x, 1) for x >= 0), exact:
+// for the values hue meets (-1 < x < 2) one subtraction or addition, exact by Sterbenz's lemma,
+// instead of the GPU's long fmod sequence.
+template <typename P>
+C10_HOST_DEVICE inline P mod1(P x) {
+  if (x >= P(0) && x < P(1)) return x;
+  if (x >= P(1) && x < P(2)) return x - P(1);
+  if (x < P(0) && x > P(-1)) return x + P(1);
+  const P r = std::fmod(x, P(1));
+  return r < P(0) ? r + P(1) : r;
+}
+
+// adjust_hue of one RGB pixel through HSV, on [0, 1] values: torchvision's _rgb_to_hsv and
+// _hsv_to_rgb, dividing only for the two of rc, gc, bc the pixel's hue uses.
 template <typename P>
 C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   const P maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
@@ -70,19 +83,16 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   const P range = maxc - minc;
   const P s = range / (flat ? P(1) : maxc);
   const P divisor = flat ? P(1) : range;
-  const P rc = (maxc - r) / divisor, gc = (maxc - g) / divisor, bc = (maxc - b) / divisor;
   P h;
   if (maxc == r) {
-    h = bc - gc;
+    h = (maxc - b) / divisor - (maxc - g) / divisor;
   } else if (maxc == g) {
-    h = (rc + P(2)) - bc;
+    h = ((maxc - r) / divisor + P(2)) - (maxc - b) / divisor;
   } else {
-    h = (gc + P(4)) - rc;
+    h = ((maxc - g) / divisor + P(4)) - (maxc - r) / divisor;
   }
-  h = std::fmod(h * P(1.0 / 6.0) + P(1), P(1));
-  h = h + hue;
-  h = std::fmod(h, P(1));  // torch.remainder(h, 1): the sign of the divisor
-  if (h < P(0)) h += P(1);
+  h = mod1(h * P(1.0 / 6.0) + P(1));
+  h = mod1(h + hue);
   const P v = maxc;
   const P h6 = h * P(6);
   const P sector = std::floor(h6);
@@ -104,77 +114,127 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   }
 }
 
-// One stage on one pixel of C (1 or 3) channels. `mean` is the image's grayscale mean at this
-// point of its chain (used by contrast only).
-template <int C, typename T, typename P>
-C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[3], P mean) {
+#ifdef __CUDACC__
+#define GPUAUG_PHOTO_UNROLL _Pragma("unroll")
+#else
+#define GPUAUG_PHOTO_UNROLL
+#endif
+
+// Output channel c takes input channel p_c, for code = p0 + 3 p1 + 9 p2 (selects, not an
+// indexed array, which the GPU would keep in local memory).
+template <typename P>
+C10_HOST_DEVICE inline P pick(const P (&y)[3], int p) {
+  return p == 0 ? y[0] : (p == 1 ? y[1] : y[2]);
+}
+
+// One stage on V pixels of C (1 or 3) channels: the stage's branch once, then its loop. `mean`
+// is the image's grayscale mean at this point of its chain (used by contrast only).
+template <int C, typename T, typename P, int V>
+C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], P mean) {
   constexpr P kBound = kIsU8<T> ? P(255) : P(1);
   switch (s.kind) {
     case kBrightness:
-      for (int c = 0; c < C; ++c) x[c] = stored<T>(clamp(rounded<T>(x[c] * s.a), P(0), kBound));
+      GPUAUG_PHOTO_UNROLL
+      for (int j = 0; j < V; ++j)
+        GPUAUG_PHOTO_UNROLL
+        for (int c = 0; c < C; ++c) x[j][c] = stored<T>(clamp(rounded<T>(x[j][c] * s.a), P(0), kBound));
       break;
     case kContrast:
-      for (int c = 0; c < C; ++c) x[c] = blend<T>(x[c], mean, s);
+      GPUAUG_PHOTO_UNROLL
+      for (int j = 0; j < V; ++j)
+        GPUAUG_PHOTO_UNROLL
+        for (int c = 0; c < C; ++c) x[j][c] = blend<T>(x[j][c], mean, s);
       break;
     case kSaturation:
       if constexpr (C == 3) {
-        P l = gray<T>(x);
-        if constexpr (kIsU8<T>) l = std::floor(l);
-        for (int c = 0; c < C; ++c) x[c] = blend<T>(x[c], l, s);
+        GPUAUG_PHOTO_UNROLL
+        for (int j = 0; j < V; ++j) {
+          P l = gray<T>(x[j]);
+          if constexpr (kIsU8<T>) l = std::floor(l);
+          GPUAUG_PHOTO_UNROLL
+          for (int c = 0; c < C; ++c) x[j][c] = blend<T>(x[j][c], l, s);
+        }
       }
       break;
     case kHue:
       if constexpr (C == 3) {
-        if constexpr (kIsU8<T>) {
-          P y[3];
-          for (int c = 0; c < 3; ++c) y[c] = x[c] * P(1.0 / 255.0);
-          hue_shift(y[0], y[1], y[2], s.a);
-          // to_dtype(uint8, scale=True): times 255.999, truncated
-          for (int c = 0; c < 3; ++c) x[c] = std::trunc(y[c] * P(255.999));
-        } else {
-          hue_shift(x[0], x[1], x[2], s.a);
-          for (int c = 0; c < 3; ++c) x[c] = rounded<T>(x[c]);
+        GPUAUG_PHOTO_UNROLL
+        for (int j = 0; j < V; ++j) {
+          if constexpr (kIsU8<T>) {
+            P y[3];
+            GPUAUG_PHOTO_UNROLL
+            for (int c = 0; c < 3; ++c) y[c] = x[j][c] * P(1.0 / 255.0);
+            hue_shift(y[0], y[1], y[2], s.a);
+            // to_dtype(uint8, scale=True): times 255.999, truncated
+            GPUAUG_PHOTO_UNROLL
+            for (int c = 0; c < 3; ++c) x[j][c] = std::trunc(y[c] * P(255.999));
+          } else {
+            hue_shift(x[j][0], x[j][1], x[j][2], s.a);
+            GPUAUG_PHOTO_UNROLL
+            for (int c = 0; c < 3; ++c) x[j][c] = rounded<T>(x[j][c]);
+          }
         }
       }
       break;
     case kGrayscale:
       if constexpr (C == 3) {
-        const P l = stored<T>(gray<T>(x));
-        for (int c = 0; c < 3; ++c) x[c] = l;
+        GPUAUG_PHOTO_UNROLL
+        for (int j = 0; j < V; ++j) {
+          const P l = stored<T>(gray<T>(x[j]));
+          GPUAUG_PHOTO_UNROLL
+          for (int c = 0; c < 3; ++c) x[j][c] = l;
+        }
       }
       break;
-    case kSolarize:
-      for (int c = 0; c < C; ++c) {
-        // image >= threshold compares in the image's dtype (float32 for uint8)
-        if (x[c] >= rounded<T>(s.a)) x[c] = rounded<T>(kBound - x[c]);
-      }
+    case kSolarize: {
+      // image >= threshold compares in the image's dtype (float32 for uint8)
+      const P threshold = rounded<T>(s.a);
+      GPUAUG_PHOTO_UNROLL
+      for (int j = 0; j < V; ++j)
+        GPUAUG_PHOTO_UNROLL
+        for (int c = 0; c < C; ++c) {
+          if (x[j][c] >= threshold) x[j][c] = rounded<T>(kBound - x[j][c]);
+        }
       break;
+    }
     case kPosterize:
       if constexpr (kIsU8<T>) {
         // v & mask: the top `bits` bits
         const int bits = static_cast<int>(s.a);
         if (bits < 8) {
           const int mask = (0xFF << (8 - bits)) & 0xFF;
-          for (int c = 0; c < C; ++c) x[c] = P(static_cast<int>(x[c]) & mask);
+          GPUAUG_PHOTO_UNROLL
+          for (int j = 0; j < V; ++j)
+            GPUAUG_PHOTO_UNROLL
+            for (int c = 0; c < C; ++c) x[j][c] = P(static_cast<int>(x[j][c]) & mask);
         }
       } else {
         // s.b = 2^bits
-        for (int c = 0; c < C; ++c) {
-          x[c] = rounded<T>(clamp(std::floor(rounded<T>(x[c] * s.b)), P(0), s.b - P(1)) / s.b);
-        }
+        GPUAUG_PHOTO_UNROLL
+        for (int j = 0; j < V; ++j)
+          GPUAUG_PHOTO_UNROLL
+          for (int c = 0; c < C; ++c) {
+            x[j][c] = rounded<T>(clamp(std::floor(rounded<T>(x[j][c] * s.b)), P(0), s.b - P(1)) / s.b);
+          }
       }
       break;
     case kInvert:
-      for (int c = 0; c < C; ++c) x[c] = rounded<T>(kBound - x[c]);
+      GPUAUG_PHOTO_UNROLL
+      for (int j = 0; j < V; ++j)
+        GPUAUG_PHOTO_UNROLL
+        for (int c = 0; c < C; ++c) x[j][c] = rounded<T>(kBound - x[j][c]);
       break;
     case kPermuteChannels:
       if constexpr (C == 3) {
-        // s.a = p0 + 3 p1 + 9 p2: output channel c is input channel p_c
         const int code = static_cast<int>(s.a);
-        const P y[3] = {x[0], x[1], x[2]};
-        x[0] = y[code % 3];
-        x[1] = y[code / 3 % 3];
-        x[2] = y[code / 9 % 3];
+        const int p0 = code % 3, p1 = code / 3 % 3, p2 = code / 9 % 3;
+        GPUAUG_PHOTO_UNROLL
+        for (int j = 0; j < V; ++j) {
+          const P y[3] = {x[j][0], x[j][1], x[j][2]};
+          x[j][0] = pick(y, p0);
+          x[j][1] = pick(y, p1);
+          x[j][2] = pick(y, p2);
+        }
       }
       break;
     default:
@@ -182,10 +242,10 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[3], P mean) {
   }
 }
 
-// One pixel through steps [begin, end) of a sample's program.
-template <int C, typename T, typename P>
-C10_HOST_DEVICE inline void run_steps(const SampleProgram<P>& prog, int begin, int end, P (&x)[3],
-                                      P mean) {
+// V pixels through steps [begin, end) of a sample's program.
+template <int C, typename T, typename P, int V>
+C10_HOST_DEVICE inline void run_steps(const SampleProgram<P>& prog, int begin, int end,
+                                      P (&x)[V][3], P mean) {
   for (int i = begin; i < end; ++i) apply_step<C, T>(prog.steps[i], x, mean);
 }
 
@@ -215,7 +275,7 @@ C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
     return static_cast<out_t>(scaled >= P(0) ? (scaled < P(255) ? scaled : P(255)) : P(0));
   }
   if constexpr (!kIsU8<out_t>) {
-    if (o.normalize) v = (v - o.mean[c]) / o.std[c];
+    if (o.normalize) v = (v - o.mean[c]) * o.inv_std[c];  // within an ulp of torch's division
   }
   return static_cast<out_t>(v);
 }

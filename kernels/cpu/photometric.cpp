@@ -50,10 +50,10 @@ std::vector<P> contrast_means(const T* in, const Walk& w, const std::vector<Samp
       const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
       double sum = 0;
       for (int64_t px = first; px < last; ++px) {
-        P x[3];
-        load_pixel<C>(in, image * C * w.g.pixels + px * w.pixel_step, w, x);
+        P x[1][3];
+        load_pixel<C>(in, image * C * w.g.pixels + px * w.pixel_step, w, x[0]);
         run_steps<C, T>(prog, 0, prog.contrast_at, x, P(0));
-        sum += contrast_gray<C, T>(x);
+        sum += contrast_gray<C, T>(x[0]);
       }
       partial[task] = sum;
     }
@@ -79,10 +79,10 @@ void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleP
       const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
       for (int64_t px = first; px < last; ++px) {
         const int64_t at = image * C * w.g.pixels + px * w.pixel_step;
-        P x[3];
-        load_pixel<C>(in, at, w, x);
+        P x[1][3];
+        load_pixel<C>(in, at, w, x[0]);
         run_steps<C, T>(prog, 0, prog.count, x, mean);
-        for (int c = 0; c < C; ++c) out[at + c * w.channel_step] = convert<T, out_t>(x[c], o, c);
+        for (int c = 0; c < C; ++c) out[at + c * w.channel_step] = convert<T, out_t>(x[0][c], o, c);
       }
     }
   });

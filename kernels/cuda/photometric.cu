@@ -1,9 +1,10 @@
 // gpuaug::photometric on the GPU: with a contrast stage, a reduction kernel writes per-block
 // partial sums of each image's grayscale at its contrast step; then one kernel runs every pixel
 // through its sample's program, each block summing its image's partials (a fixed order: the
-// same bits on every run). Each thread takes V = 16 / sizeof(T) pixels: 16-byte loads per
-// channel plane (or per run of interleaved pixels) where the image is aligned, else per element.
-// A block's pixels belong to one image; thread 0 decodes that sample's program into shared memory.
+// same bits on every run). Each thread takes V pixels (kVec): 16-byte loads per
+// channel plane (or per run of interleaved pixels) where the image is aligned, else per element
+// (uint8: 4 pixels, see kVec).
+// A block's pixels belong to one image; its sample's program is decoded into shared memory.
 // Built with --fmad=false: torchvision rounds after each multiply and add, and so does this file,
 // except where torch itself fuses (its add with alpha, spelled std::fma in photometric_math.h).
 #include <ATen/cuda/CUDAContext.h>
@@ -37,8 +38,11 @@ struct Rows {
   const bool* apply;     // [N, K] or null
 };
 
+// Pixels per thread: 16-byte accesses for 2-byte and wider types. uint8 takes 4 (4-byte loads per
+// plane, 128 contiguous bytes per warp): the kernel is bound by its arithmetic, and 16 uint8
+// pixels per thread took 88 registers (25% occupancy) and ran 16% of the copy bandwidth.
 template <typename T>
-constexpr int kVec = 16 / sizeof(T);
+constexpr int kVec = sizeof(T) == 1 ? 4 : 16 / sizeof(T);
 
 // A thread's C runs of V elements: planar, run c is channel c; interleaved, the runs are the
 // pixels' C * V consecutive values.
@@ -105,21 +109,23 @@ __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int6
   }
 }
 
-// Steps [begin, end) on the thread's pixels: the stage's branch once per step, not per pixel.
-template <int C, typename T, typename P, int V>
-__device__ __forceinline__ void run_program(const SampleProgram<P>& prog, int begin, int end,
-                                            P (&x)[V][3], P mean) {
-  for (int i = begin; i < end; ++i) {
-    const Step<P> s = prog.steps[i];
-#pragma unroll
-    for (int j = 0; j < V; ++j) apply_step<C, T>(s, x[j], mean);
-  }
-}
-
+// Sample n's program into shared memory: K threads read its slots in parallel, thread 0 orders
+// them.
 template <typename P>
 __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, const Program& program,
                                                      const Rows<P>& rows, int64_t n) {
-  if (threadIdx.x == 0) prog = decode(program, rows.factors, rows.order, rows.apply, n);
+  __shared__ P factors[kMaxStages];
+  __shared__ int64_t order[kMaxStages];
+  __shared__ bool apply[kMaxStages];
+  const int k = program.count;
+  if (threadIdx.x < k) {
+    const int64_t i = n * k + threadIdx.x;
+    factors[threadIdx.x] = rows.factors[i];
+    order[threadIdx.x] = rows.order ? rows.order[i] : threadIdx.x;
+    apply[threadIdx.x] = rows.apply ? rows.apply[i] : true;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) prog = decode(program, factors, order, apply, 0);
 }
 
 template <int C, typename T, typename P, bool Vectorized, bool Interleaved>
@@ -141,7 +147,7 @@ __global__ void __launch_bounds__(kThreads)
   if (p0 < g.pixels) {
     P x[V][3];
     load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image * C * g.pixels, p0, x);
-    run_program<C, T, P, V>(prog, 0, prog.contrast_at, x, P(0));
+    run_steps<C, T>(prog, 0, prog.contrast_at, x, P(0));
     P thread_sum = 0;  // at most 16 values: exact for uint8's integral grays
 #pragma unroll
     for (int j = 0; j < V; ++j) {
@@ -186,7 +192,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t image_base = image * C * g.pixels;
   P x[V][3];
   load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
-  run_program<C, T, P, V>(prog, 0, prog.count, x, partials != nullptr ? mean : P(0));
+  run_steps<C, T>(prog, 0, prog.count, x, partials != nullptr ? mean : P(0));
   store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(out, g, image_base, p0, x, o);
 }
 
