@@ -40,10 +40,39 @@ C10_HOST_DEVICE inline P rounded(P v) {
   return v;
 }
 
+// trunc (= floor) of 0 <= v < 2^23, or NaN. On the GPU an add rounding toward zero at a scale
+// whose unit is 1: the float pipe, not the conversion unit (an eighth of its rate on sm_80-90),
+// which truncations after every uint8 stage would otherwise saturate.
+template <typename P>
+C10_HOST_DEVICE inline P trunc_small(P v) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) return __fadd_rz(v, 8388608.0f) - 8388608.0f;
+#endif
+  return std::trunc(v);
+}
+
+// The integer 0 <= k < 2^23 a float trunc_small returned holds.
+template <typename P>
+C10_HOST_DEVICE inline int small_int(P k) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) return __float_as_int(k + 8388608.0f) & 0x7FFFFF;
+#endif
+  return static_cast<int>(k);
+}
+
+// k as a float, 0 <= k < 2^23.
+template <typename P>
+C10_HOST_DEVICE inline P from_small_int(int k) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) return __int_as_float(0x4B000000 | k) - 8388608.0f;
+#endif
+  return static_cast<P>(k);
+}
+
 // A stage's result as stored in the image's dtype: uint8 truncates (values are in [0, 255]).
 template <typename T, typename P>
 C10_HOST_DEVICE inline P stored(P v) {
-  if constexpr (kIsU8<T>) return std::trunc(v);
+  if constexpr (kIsU8<T>) return trunc_small(v);
   return rounded<T>(v);
 }
 
@@ -95,10 +124,10 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   h = mod1(h + hue);
   const P v = maxc;
   const P h6 = h * P(6);
-  const P sector = std::floor(h6);
+  const P sector = trunc_small(h6);  // 0 <= h6 <= 6
   const P f = h6 - sector;
-  int i = static_cast<int>(sector) % 6;
-  if (i < 0) i += 6;
+  int i = small_int(sector);
+  if (i >= 6) i -= 6;
   const P sxf = s * f;
   const P one_minus_s = P(1) - s;
   const P q = clamp((P(1) - sxf) * v, P(0), P(1));
@@ -150,7 +179,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], P mean) {
         GPUAUG_PHOTO_UNROLL
         for (int j = 0; j < V; ++j) {
           P l = gray<T>(x[j]);
-          if constexpr (kIsU8<T>) l = std::floor(l);
+          if constexpr (kIsU8<T>) l = trunc_small(l);
           GPUAUG_PHOTO_UNROLL
           for (int c = 0; c < C; ++c) x[j][c] = blend<T>(x[j][c], l, s);
         }
@@ -167,7 +196,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], P mean) {
             hue_shift(y[0], y[1], y[2], s.a);
             // to_dtype(uint8, scale=True): times 255.999, truncated
             GPUAUG_PHOTO_UNROLL
-            for (int c = 0; c < 3; ++c) x[j][c] = std::trunc(y[c] * P(255.999));
+            for (int c = 0; c < 3; ++c) x[j][c] = trunc_small(y[c] * P(255.999));
           } else {
             hue_shift(x[j][0], x[j][1], x[j][2], s.a);
             GPUAUG_PHOTO_UNROLL
@@ -206,7 +235,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], P mean) {
           GPUAUG_PHOTO_UNROLL
           for (int j = 0; j < V; ++j)
             GPUAUG_PHOTO_UNROLL
-            for (int c = 0; c < C; ++c) x[j][c] = P(static_cast<int>(x[j][c]) & mask);
+            for (int c = 0; c < C; ++c) x[j][c] = from_small_int<P>(small_int(x[j][c]) & mask);
         }
       } else {
         // s.b = 2^bits
@@ -254,22 +283,29 @@ template <int C, typename T, typename P>
 C10_HOST_DEVICE inline P contrast_gray(const P (&x)[3]) {
   if constexpr (C == 1) return x[0];
   P l = gray<T>(x);
-  if constexpr (kIsU8<T>) l = std::floor(l);
+  if constexpr (kIsU8<T>) l = trunc_small(l);
   return l;
 }
 
 // Image values in the compute type (uint8 unscaled) and back.
 template <typename P, typename T>
 C10_HOST_DEVICE inline P load(T v) {
+  if constexpr (std::is_same_v<T, uint8_t> && std::is_same_v<P, float>) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(0x4B000000u | v) - 8388608.0f;  // 2^23 + v: integer ops, exact
+#endif
+  }
   return static_cast<P>(v);
 }
 
 // The output: to_dtype(scale=True) from the image's dtype to out_t, then (v - mean) / std.
 template <typename T, typename out_t, typename P>
 C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
-  if constexpr (kIsU8<T> && !kIsU8<out_t>) {
+  if constexpr (kIsU8<T> && kIsU8<out_t>) {
+    return static_cast<out_t>(small_int(v));  // an integer in [0, 255] already
+  } else if constexpr (kIsU8<T>) {
     v = v * P(1.0 / 255.0);
-  } else if constexpr (!kIsU8<T> && kIsU8<out_t>) {
+  } else if constexpr (kIsU8<out_t>) {
     // times 255.999 and truncated; NaN and values outside [0, 1] saturate
     const P scaled = std::trunc(v * P(255.999));
     return static_cast<out_t>(scaled >= P(0) ? (scaled < P(255) ? scaled : P(255)) : P(0));
