@@ -94,12 +94,12 @@ def _rand(shape: List[int], image: torch.Tensor,
     return torch.rand(shape, device=image.device, generator=generator)
 
 
-def _permutation_codes(u: torch.Tensor, channels: int) -> torch.Tensor:
-    """Per row of ``u`` ([N, 3] uniforms) a random permutation of 3 channels, as the op's code."""
+def _permutation_codes(u: torch.Tensor, channels: int, powers: torch.Tensor) -> torch.Tensor:
+    """Per row of ``u`` ([N, 3] uniforms) a random permutation of 3 channels, as the op's code
+    (``powers`` = [1, 3, 9] on u's device), [N, 1]."""
     if channels == 1:
-        return torch.zeros_like(u[:, 0])
-    perm = torch.argsort(u, dim=1).to(u.dtype)
-    return perm[:, 0] + 3.0 * perm[:, 1] + 9.0 * perm[:, 2]
+        return torch.zeros_like(u[:, :1])
+    return torch.argsort(u, dim=1).to(u.dtype).matmul(powers).unsqueeze(1)
 
 
 def _params(factors: torch.Tensor, order: torch.Tensor,
@@ -133,6 +133,12 @@ class _Photometric(nn.Module):
         self.mean = None if mean is None else [float(m) for m in mean]
         self.std = None if std is None else [float(s) for s in std]
 
+    def _on_device(self, constants: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
+        # A transform's constants live in a buffer that follows the images' device: copied
+        # there once (the warm-up before a CUDA graph capture), not rebuilt from host values on
+        # every call (each a kernel, or a host-to-device copy a capture cannot hold).
+        return constants if constants.device == image.device else constants.to(image.device)
+
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
         """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``."""
@@ -165,19 +171,21 @@ class ColorJitter(_Photometric):
         ranges = [_uniform("brightness", brightness), _uniform("contrast", contrast),
                   _uniform("saturation", saturation),
                   _uniform("hue", hue, center=0.0, bound=(-0.5, 0.5), clip_first_on_zero=False)]
-        self.low = [0.0 if r is None else r[0] for r in ranges]
-        self.high = [0.0 if r is None else r[1] for r in ranges]
         self.enabled = [r is not None for r in ranges]
+        low = [0.0 if r is None else r[0] for r in ranges]
+        scale = [0.0 if r is None else r[1] - r[0] for r in ranges]
+        # rows: low, high - low, enabled
+        self.register_buffer("constants", torch.tensor([low, scale, self.enabled],
+                                                       dtype=torch.float32), persistent=False)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         n = _samples(image)
+        self.constants = self._on_device(self.constants, image)
+        c = self.constants
         u = _rand([n, 8], image, self.generator)
-        factors = torch.stack([u[:, i] * (self.high[i] - self.low[i]) + self.low[i]
-                               for i in range(4)], dim=1)
+        factors = torch.addcmul(c[0], u[:, :4], c[1])
         order = torch.argsort(u[:, 4:], dim=1)
-        # Fills, not a host list copied to the device: nothing here stops a CUDA graph capture.
-        apply = torch.stack([torch.full([n], e, dtype=torch.bool, device=image.device)
-                             for e in self.enabled], dim=1)
+        apply = (c[2] != 0).expand(n, 4)
         return _params(factors, order, apply)
 
 
@@ -250,11 +258,13 @@ class RandomChannelPermutation(_Photometric):
 
     def __init__(self, *, generator: Optional[torch.Generator] = None) -> None:
         super().__init__([Stage.PERMUTE_CHANNELS], generator)
+        self.register_buffer("powers", torch.tensor([1.0, 3.0, 9.0]), persistent=False)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         n = _samples(image)
+        self.powers = self._on_device(self.powers, image)
         u = _rand([n, 3], image, self.generator)
-        factors = _permutation_codes(u, image.shape[-3]).unsqueeze(1)
+        factors = _permutation_codes(u, image.shape[-3], self.powers)
         apply = torch.ones([n, 1], dtype=torch.bool, device=image.device)
         return _params(factors, _identity_order(n, 1, image), apply)
 
@@ -272,22 +282,26 @@ class RandomPhotometricDistort(_Photometric):
         super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE,
                           Stage.PERMUTE_CHANNELS], generator)
         ranges = [brightness, contrast, saturation, hue]
-        self.low = [float(r[0]) for r in ranges]
-        self.high = [float(r[1]) for r in ranges]
         self.p = float(p)
+        # rows: low, high - low (brightness, contrast, saturation, hue), the permutation's powers
+        self.register_buffer("constants", torch.tensor(
+            [[float(r[0]) for r in ranges], [float(r[1]) - float(r[0]) for r in ranges],
+             [1.0, 3.0, 9.0, 0.0]]), persistent=False)
+        # slots: brightness 0, contrast 1, saturation 2, hue 3, permutation 4; contrast runs
+        # second or fourth
+        self.register_buffer("orders", torch.tensor([[0, 1, 2, 3, 4], [0, 2, 3, 1, 4]]),
+                             persistent=False)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         n = _samples(image)
+        self.constants = self._on_device(self.constants, image)
+        self.orders = self._on_device(self.orders, image)
+        c = self.constants
         u = _rand([n, 13], image, self.generator)
-        factors = torch.stack(
-            [u[:, i] * (self.high[i] - self.low[i]) + self.low[i] for i in range(4)]
-            + [_permutation_codes(u[:, 4:7], image.shape[-3])], dim=1)
+        factors = torch.cat([torch.addcmul(c[0], u[:, :4], c[1]),
+                             _permutation_codes(u[:, 4:7], image.shape[-3], c[2, :3])], dim=1)
         apply = u[:, 7:12] < self.p
-        # slots: brightness 0, contrast 1, saturation 2, hue 3, permutation 4; contrast runs
-        # second ([0, 1, 2, 3, 4]) or fourth ([0, 2, 3, 1, 4])
-        before = (u[:, 12] < 0.5).long()
-        order = torch.stack([before * 0, 2 - before, 3 - before, 1 + 2 * before, before * 0 + 4],
-                            dim=1)
+        order = torch.where(u[:, 12:13] < 0.5, self.orders[0], self.orders[1])
         return _params(factors, order, apply)
 
 
@@ -313,16 +327,21 @@ class Compose(_Photometric):
                              "reduction pass), got " + str(stages.count(Stage.CONTRAST)))
         super().__init__(stages, None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
+        # each slot's offset: a transform's order indexes its own slots
+        offsets: List[int] = []
+        for t in transforms:
+            offsets += [len(offsets)] * len(t.stages)
+        self.register_buffer("offsets", torch.tensor(offsets), persistent=False)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        self.offsets = self._on_device(self.offsets, image)
         factors: List[torch.Tensor] = []
         orders: List[torch.Tensor] = []
         applies: List[torch.Tensor] = []
-        offset = 0
         for t in self.transforms:
             p = t.sample_params(image)
             factors.append(p["factors"])
-            orders.append(p["order"] + offset)
+            orders.append(p["order"])
             applies.append(p["apply"])
-            offset += p["factors"].shape[1]
-        return _params(torch.cat(factors, 1), torch.cat(orders, 1), torch.cat(applies, 1))
+        return _params(torch.cat(factors, 1), torch.cat(orders, 1) + self.offsets,
+                       torch.cat(applies, 1))
