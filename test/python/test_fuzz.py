@@ -573,3 +573,49 @@ def test_lltm(device, case):
         assert actual.shape == expected.shape and actual.dtype == case.dtype, name
         torch.testing.assert_close(actual.cpu().double(), expected, **tol,
                                    msg=lambda m: f"gradient of {name}: {m}")
+
+
+@st.composite
+def photometric_cases(draw):
+    """A random program of stages (at most one contrast), per-sample factors in their ranges,
+    orders and apply masks, on a random image in a random layout."""
+    dim = draw(st.sampled_from([4, 3, 5]))
+    channels = draw(st.sampled_from([3, 1]))
+    n = draw(st.sampled_from([2, 1, 3, 5])) if dim > 3 else 1
+    size = st.sampled_from([5, 1, 2, 3, 7, 13, 16, 17, 32, 33])
+    shape = (*{3: (), 4: (n,), 5: (n, draw(st.sampled_from([1, 2])))}[dim], channels,
+             draw(size), draw(size))
+    dtype = draw(st.sampled_from([torch.uint8, torch.float32]))
+    kinds = draw(st.lists(st.sampled_from(range(1, 10)), min_size=1, max_size=6))
+    kinds = [k for i, k in enumerate(kinds) if k != 2 or 2 not in kinds[:i]]
+    bound = 255.0 if dtype == torch.uint8 else 1.0
+    ranges = {1: st.floats(0.0, 2.0), 2: st.floats(0.0, 2.0), 3: st.floats(0.0, 2.0),
+              4: st.floats(-0.5, 0.5), 5: st.just(0.0), 6: st.floats(0.0, bound),
+              7: st.sampled_from(range(9)).map(float), 8: st.just(0.0),
+              9: st.sampled_from([21, 5, 7, 11, 15, 19]).map(float)}  # the 6 permutations
+    factors = [[draw(ranges[k]) if k != 9 or channels == 3 else 0.0 for k in kinds]
+               for _ in range(n)]
+    orders = [draw(st.permutations(range(len(kinds)))) for _ in range(n)]
+    apply = [[draw(st.booleans()) for _ in kinds] for _ in range(n)]
+    layout = draw(layouts(dim, orders=(CHANNELS_LAST[dim],)))
+    return shape, dtype, kinds, factors, orders, apply, layout, draw(SEEDS)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@examples(0.3)
+@given(case=photometric_cases())
+def test_photometric(device, case):
+    from test_photometric import make_image, torchvision_program
+    shape, dtype, kinds, factors, orders, apply, layout, seed = case
+    image = arrange(make_image(list(shape), dtype, device, seed), layout)
+    note_layout("image", image)
+    factors, order = torch.tensor(factors), torch.tensor(orders)
+    apply = torch.tensor(apply)
+    out = ops.photometric(image, kinds, factors.to(device), order=order.to(device),
+                          apply=apply.to(device))
+    batched = image.cpu() if image.dim() > 3 else image.cpu().unsqueeze(0)
+    want = torch.stack([torchvision_program(batched[i], kinds, factors[i], order[i], apply[i])
+                        for i in range(batched.shape[0])])
+    want = want if image.dim() > 3 else want[0]
+    diff = (out.cpu().double() - want.double()).abs()
+    assert diff.max().item() <= (1 if dtype == torch.uint8 else 1e-5), (kinds, diff.max())
