@@ -11,6 +11,7 @@ layouts and parameters) and a `@reproduce_failure` blob on failure. Profiles (en
 HYPOTHESIS_PROFILE): "ci", the default (CI_EXAMPLES examples for a test of share 1.0, per
 device: about 25 s on two CPU cores for the CPU half), and "thorough" (ten times as many).
 """
+import importlib.util
 import math
 import os
 from typing import NamedTuple
@@ -601,6 +602,8 @@ def photometric_cases(draw):
     return shape, dtype, kinds, factors, orders, apply, layout, draw(SEEDS)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torchvision") is None,
+                    reason="torchvision is not installed (none may be released for this PyTorch yet)")
 @pytest.mark.parametrize("device", DEVICES)
 @examples(0.3)
 @given(case=photometric_cases())

@@ -2,12 +2,18 @@
 .functional applied image by image with the same (replayed) per-sample draws."""
 import pytest
 import torch
-import torchvision.transforms.v2.functional as F
+try:  # the newest PyTorch may have no torchvision released for it yet
+    import torchvision.transforms.v2.functional as F
+except ImportError:
+    F = None
 
 import gpuaug
 from gpuaug import Stage
 from gpuaug import transforms as T
 from gpuaug_testing import DEVICES, requires_cuda
+
+requires_torchvision = pytest.mark.skipif(
+    F is None, reason="torchvision is not installed (none may be released for this PyTorch yet)")
 
 IMAGE_DTYPES = [torch.uint8, torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
@@ -100,6 +106,7 @@ def assert_matches_torchvision(out, expected, dtype, differentiable_chain=True):
             assert close.double().mean().item() > 0.97
 
 
+@requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", IMAGE_DTYPES)
 @pytest.mark.parametrize("channels", [3, 1])
@@ -114,6 +121,50 @@ def test_matches_torchvision(name, channels, dtype, device):
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=not thresholds)
 
 
+def formula(stage, x, v):
+    """A stage on a float64 image [C, H, W] in [0, 1], written from its definition (no
+    torchvision), v its factor."""
+    gray = (0.2989 * x[0] + 0.587 * x[1] + 0.114 * x[2]).expand_as(x) if x.shape[0] == 3 else x
+    if stage == Stage.BRIGHTNESS:
+        return (x * v).clamp(0, 1)
+    if stage == Stage.CONTRAST:
+        return (v * x + (1 - v) * gray.mean()).clamp(0, 1)
+    if stage == Stage.SATURATION:
+        return (v * x + (1 - v) * gray).clamp(0, 1)
+    if stage == Stage.GRAYSCALE:
+        return gray.clone()
+    if stage == Stage.SOLARIZE:
+        return torch.where(x >= v, 1 - x, x)
+    if stage == Stage.POSTERIZE:
+        levels = 2 ** int(v)
+        return (x * levels).floor().clamp(0, levels - 1) / levels
+    if stage == Stage.INVERT:
+        return 1 - x
+    code = int(v)
+    return x[[code % 3, code // 3 % 3, code // 9]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("stage, low, high", [
+    (Stage.BRIGHTNESS, 0.2, 1.8), (Stage.CONTRAST, 0.2, 1.8), (Stage.SATURATION, 0.0, 2.0),
+    (Stage.GRAYSCALE, 0, 0), (Stage.SOLARIZE, 0.1, 0.9), (Stage.POSTERIZE, 1, 8),
+    (Stage.INVERT, 0, 0), (Stage.PERMUTE_CHANNELS, 0, 0)])
+def test_stage_formulas_float64(stage, low, high, device):
+    """Each stage with its own factor per sample against its definition in float64."""
+    image = make_image([6, 3, 11, 7], torch.float64, device, seed=int(stage))
+    g = torch.Generator().manual_seed(int(stage))
+    factors = low + (high - low) * torch.rand(6, 1, generator=g, dtype=torch.float64)
+    if stage == Stage.POSTERIZE:
+        factors = factors.round()
+    elif stage == Stage.PERMUTE_CHANNELS:
+        factors = torch.tensor([21.0, 5, 7, 11, 15, 19]).view(6, 1)
+    out = gpuaug.photometric(image, [stage], factors.to(device))
+    expected = torch.stack([formula(stage, image[n].cpu(), factors[n, 0].item())
+                            for n in range(6)])
+    torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=1e-12)
+
+
+@requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("layout", ["channels_last", "strided", "3d", "video", "odd"])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
@@ -134,6 +185,7 @@ def test_layouts(layout, dtype, device):
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=False)
 
 
+@requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.float64])
 def test_conversion_and_normalize(out_dtype, device):
@@ -153,6 +205,7 @@ def test_conversion_and_normalize(out_dtype, device):
     assert diff.max().item() <= 1 / 255 / min(std) + tol
 
 
+@requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 def test_float_to_uint8(device):
     image = make_image([2, 3, 8, 8], torch.float32, device, seed=4)
