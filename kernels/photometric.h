@@ -77,6 +77,15 @@ using PhotometricLoop = void (*)(const at::Tensor& out, const at::Tensor& image,
                                  std::optional<c10::ArrayRef<double>> stddev);
 extern Loops<PhotometricLoop> photometric_loops;
 
+// The backward loop fills `grad_image` (a floating image's gradient, of its dtype and layout) from
+// `grad` (the output's gradient, in that layout); the program's arguments are as the forward's.
+using PhotometricBackwardLoop = void (*)(const at::Tensor& grad_image, const at::Tensor& grad,
+                                         const at::Tensor& image, const photo::Program& program,
+                                         const at::Tensor& factors, const at::Tensor& order,
+                                         const at::Tensor& apply,
+                                         std::optional<c10::ArrayRef<double>> stddev);
+extern Loops<PhotometricBackwardLoop> photometric_backward_loops;
+
 template <typename T>
 struct PhotometricType {
   using type = T;
@@ -109,6 +118,18 @@ photo::Output<P> photometric_output(std::optional<c10::ArrayRef<double>> mean,
   for (size_t c = 0; o.normalize && c < mean->size(); ++c) {
     o.mean[c] = static_cast<P>((*mean)[c]);
     o.inv_std[c] = static_cast<P>(1.0 / (*stddev)[c]);
+  }
+  return o;
+}
+
+// 1 / std per channel (1 without normalisation): the output's gradient to the program's.
+template <typename P>
+photo::Output<P> photometric_grad_scale(std::optional<c10::ArrayRef<double>> stddev) {
+  photo::Output<P> o{};
+  o.normalize = stddev.has_value();
+  for (int c = 0; c < 3; ++c) {
+    const bool given = stddev.has_value() && c < static_cast<int>(stddev->size());
+    o.inv_std[c] = given ? static_cast<P>(1.0 / (*stddev)[c]) : P(1);
   }
   return o;
 }

@@ -1,5 +1,5 @@
-// gpuaug::photometric: schema, C++ API, argument checks, Meta kernel and the body its CPU and CUDA
-// loops share.
+// gpuaug::photometric and its backward gpuaug::_photometric_backward: schemas, C++ callers,
+// argument checks, Meta kernels and the bodies their CPU and CUDA loops share.
 #include "ops/photometric.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -19,6 +19,10 @@ TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
       "photometric(Tensor image, int[] stages, Tensor factors, *, Tensor? order=None, "
       "Tensor? apply=None, ScalarType? dtype=None, float[]? mean=None, float[]? std=None) "
       "-> Tensor");
+  // The image's gradient from the output's (floating image and output, which then share a dtype).
+  m.def(
+      "_photometric_backward(Tensor grad, Tensor image, int[] stages, Tensor factors, *, "
+      "Tensor? order=None, Tensor? apply=None, float[]? std=None) -> Tensor");
 }
 
 at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const at::Tensor& factors,
@@ -34,6 +38,21 @@ at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const a
                             std::optional<at::ScalarType>, std::optional<c10::ArrayRef<double>>,
                             std::optional<c10::ArrayRef<double>>)>();
   return op.call(image, stages, factors, order, apply, dtype, mean, stddev);
+}
+
+at::Tensor photometric_backward(const at::Tensor& grad, const at::Tensor& image,
+                                c10::IntArrayRef stages, const at::Tensor& factors,
+                                const std::optional<at::Tensor>& order,
+                                const std::optional<at::Tensor>& apply,
+                                std::optional<c10::ArrayRef<double>> stddev) {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("gpuaug::_photometric_backward", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::IntArrayRef,
+                            const at::Tensor&, const std::optional<at::Tensor>&,
+                            const std::optional<at::Tensor>&,
+                            std::optional<c10::ArrayRef<double>>)>();
+  return op.call(grad, image, stages, factors, order, apply, stddev);
 }
 
 namespace {
@@ -218,6 +237,28 @@ at::Tensor photometric_meta(const at::Tensor& image, c10::IntArrayRef stages,
   return color_empty_like(image, out_dtype);
 }
 
+at::Tensor photometric_backward_meta(const at::Tensor& grad, const at::Tensor& image,
+                                     c10::IntArrayRef stages, const at::Tensor& factors,
+                                     const std::optional<at::Tensor>& order,
+                                     const std::optional<at::Tensor>& apply,
+                                     std::optional<c10::ArrayRef<double>> stddev) {
+  constexpr const char* kBackward = "gpuaug::_photometric_backward";
+  check_defined(kBackward, "grad", grad);
+  const at::Tensor grad_image = photometric_meta(image, stages, factors, order, apply,
+                                                 std::nullopt, std::nullopt, std::nullopt);
+  TORCH_CHECK(at::isFloatingType(image.scalar_type()), kBackward,
+              ": gradients need a floating 'image', but got ", image.scalar_type());
+  TORCH_CHECK(!stddev || image.sym_size(image.dim() - 3) == static_cast<int64_t>(stddev->size()),
+              kBackward, ": expected 'std' of length ", size_str(image.sym_size(image.dim() - 3)),
+              " (one value per channel), but got ", std::to_string(stddev ? stddev->size() : 0));
+  TORCH_CHECK(grad.sym_sizes() == image.sym_sizes() && grad.device() == image.device() &&
+                  grad.scalar_type() == image.scalar_type(),
+              kBackward, ": expected 'grad' of shape ", shape_str(image.sym_sizes()), ", dtype ",
+              image.scalar_type(), " on ", image.device(), " (the output's), but got ",
+              shape_str(grad.sym_sizes()), ", ", grad.scalar_type(), " on ", grad.device());
+  return grad_image;
+}
+
 namespace {
 
 // [K] or [N, K] as a contiguous [N, K] of `dtype` (a copy only where needed).
@@ -250,12 +291,39 @@ at::Tensor photometric_kernel(const at::Tensor& image, c10::IntArrayRef stages,
   return out;
 }
 
+at::Tensor photometric_backward_kernel(const at::Tensor& grad, const at::Tensor& image,
+                                       c10::IntArrayRef stages, const at::Tensor& factors,
+                                       const std::optional<at::Tensor>& order,
+                                       const std::optional<at::Tensor>& apply,
+                                       std::optional<c10::ArrayRef<double>> stddev) {
+  at::Tensor grad_image =
+      photometric_backward_meta(grad, image, stages, factors, order, apply, stddev);
+  if (grad_image.numel() == 0) return grad_image;
+  const Program program = make_program(stages);
+  const int64_t k = program.count;
+  const int64_t n = image.dim() == 3 ? 1 : image.size(0);
+  const auto compute = image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  photometric_backward_loops.on("gpuaug::_photometric_backward", image.device().type())(
+      grad_image, grad, image, program, per_sample_rows(factors, n, k, compute),
+      order.has_value() ? per_sample_rows(*order, n, k, at::kLong) : at::Tensor(),
+      apply.has_value() ? per_sample_rows(*apply, n, k, at::kBool) : at::Tensor(), stddev);
+  return grad_image;
+}
+
+void register_kernels(torch::Library& m) {
+  m.impl("photometric", &photometric_kernel);
+  m.impl("_photometric_backward", &photometric_backward_kernel);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { m.impl("photometric", &photometric_kernel); }
+TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { register_kernels(m); }
 #ifdef GPUAUG_WITH_CUDA
-TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { m.impl("photometric", &photometric_kernel); }
+TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) { register_kernels(m); }
 #endif
-TORCH_LIBRARY_IMPL(gpuaug, Meta, m) { m.impl("photometric", &photometric_meta); }
+TORCH_LIBRARY_IMPL(gpuaug, Meta, m) {
+  m.impl("photometric", &photometric_meta);
+  m.impl("_photometric_backward", &photometric_backward_meta);
+}
 
 }  // namespace gpuaug

@@ -1,4 +1,5 @@
-// gpuaug::photometric's Meta function: every argument check and the output's allocation.
+// gpuaug::photometric's Meta functions (every argument check and the outputs' allocation) and the
+// typed caller of its backward op.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -14,5 +15,19 @@ at::Tensor photometric_meta(const at::Tensor& image, c10::IntArrayRef stages,
                             std::optional<at::ScalarType> dtype,
                             std::optional<c10::ArrayRef<double>> mean,
                             std::optional<c10::ArrayRef<double>> stddev);
+
+at::Tensor photometric_backward_meta(const at::Tensor& grad, const at::Tensor& image,
+                                     c10::IntArrayRef stages, const at::Tensor& factors,
+                                     const std::optional<at::Tensor>& order,
+                                     const std::optional<at::Tensor>& apply,
+                                     std::optional<c10::ArrayRef<double>> stddev);
+
+// Calls gpuaug::_photometric_backward: the image's gradient from the output's, `grad` (both of the
+// image's dtype; std as the forward normalised with it).
+at::Tensor photometric_backward(const at::Tensor& grad, const at::Tensor& image,
+                                c10::IntArrayRef stages, const at::Tensor& factors,
+                                const std::optional<at::Tensor>& order,
+                                const std::optional<at::Tensor>& apply,
+                                std::optional<c10::ArrayRef<double>> stddev);
 
 }  // namespace gpuaug

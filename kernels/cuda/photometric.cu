@@ -5,6 +5,9 @@
 // channel plane (or per run of interleaved pixels) where the image is aligned, else per element
 // (uint8: 4 pixels, see kVec).
 // A block's pixels belong to one image; its sample's program is decoded into shared memory.
+// The backward (floating images) runs the same reduction for the mean, then, with contrast, a
+// reduction of the mean's gradient (each pixel back to its contrast step), then one kernel that
+// takes each pixel back through every step (kernels/photometric_grad.h).
 // Built with --fmad=false: torchvision rounds after each multiply and add, and so does this file,
 // except where torch itself fuses (its add with alpha, spelled std::fma in photometric_math.h).
 #include <ATen/cuda/CUDAContext.h>
@@ -17,6 +20,7 @@
 #include "kernels/color_transform.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/photometric.h"
+#include "kernels/photometric_grad.h"
 #include "kernels/photometric_math.h"
 
 namespace gpuaug::cuda::photometric_impl {
@@ -128,12 +132,38 @@ __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, con
   if (threadIdx.x == 0) prog = decode(program, factors, order, apply, 0);
 }
 
+// The sum of `image`'s per-block partials, in a fixed order, in lane 0 of the calling warp.
+__device__ __forceinline__ double warp_image_total(const double* partials, const Geometry& g,
+                                                  int64_t image) {
+  double sum = 0;
+  for (int64_t b = threadIdx.x % 32; b < g.blocks_per_image; b += 32) {
+    sum += partials[image * g.blocks_per_image + b];
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, d);
+  return sum;
+}
+
+// The block's sum of each thread's v, in a fixed order, into *out. Every thread must call it.
+__device__ __forceinline__ void block_sum(double v, double* out) {
+  __shared__ double warp_sums[kThreads / 32];
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xFFFFFFFFu, v, d);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0;
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+    *out = total;
+  }
+}
+
 template <int C, typename T, typename P, bool Vectorized, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
     contrast_sums(const T* in, Geometry g, Program program, Rows<P> rows, double* partials) {
   constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
-  __shared__ double warp_sums[kThreads / 32];
   const int64_t image = blockIdx.x / g.blocks_per_image;
   const int64_t chunk = blockIdx.x % g.blocks_per_image;
   decode_block_program(prog, program, rows, image / g.frames);
@@ -155,16 +185,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     sum = thread_sum;
   }
-#pragma unroll
-  for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, d);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double total = 0;
-#pragma unroll
-    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
-    partials[blockIdx.x] = total;
-  }
+  block_sum(sum, &partials[blockIdx.x]);
 }
 
 template <int C, typename T, typename out_t, typename P, bool Vectorized, bool Interleaved>
@@ -178,12 +199,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t chunk = blockIdx.x % g.blocks_per_image;
   decode_block_program(prog, program, rows, image / g.frames);
   if (partials != nullptr && threadIdx.x < 32) {
-    double sum = 0;
-    for (int64_t b = threadIdx.x; b < g.blocks_per_image; b += 32) {
-      sum += partials[image * g.blocks_per_image + b];
-    }
-#pragma unroll
-    for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, d);
+    const double sum = warp_image_total(partials, g, image);
     if (threadIdx.x == 0) mean = rounded<T>(static_cast<P>(sum / static_cast<double>(g.pixels)));
   }
   __syncthreads();
@@ -196,7 +212,95 @@ __global__ void __launch_bounds__(kThreads)
   store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(out, g, image_base, p0, x, o);
 }
 
+// The gradient of each pixel: MeanGradPass sums, per block, the gradient of contrast's mean (each
+// pixel taken back to its contrast step); the other pass takes every pixel back to the image and
+// writes its gradient. `scale` holds 1 / std.
+template <int C, typename T, typename P, bool MeanGradPass, bool Vectorized, bool Interleaved>
+__global__ void __launch_bounds__(kThreads)
+    backward(const T* grad, const T* in, T* grad_in, Geometry g, Program program, Rows<P> rows,
+             const double* mean_partials, double* mean_grad_partials, Output<P> scale) {
+  constexpr int V = kVec<T>;
+  __shared__ SampleProgram<P> prog;
+  __shared__ P mean, mean_grad_per_pixel;
+  const int64_t image = blockIdx.x / g.blocks_per_image;
+  const int64_t chunk = blockIdx.x % g.blocks_per_image;
+  decode_block_program(prog, program, rows, image / g.frames);
+  if (threadIdx.x < 32) {
+    const bool contrast = mean_partials != nullptr;
+    const double sum = contrast ? warp_image_total(mean_partials, g, image) : 0.0;
+    const double grad_sum =
+        contrast && !MeanGradPass ? warp_image_total(mean_grad_partials, g, image) : 0.0;
+    if (threadIdx.x == 0) {
+      mean = rounded<T>(static_cast<P>(sum / static_cast<double>(g.pixels)));
+      mean_grad_per_pixel = static_cast<P>(grad_sum / static_cast<double>(g.pixels));
+    }
+  }
+  __syncthreads();
+  if (MeanGradPass && prog.contrast_at < 0) {
+    if (threadIdx.x == 0) mean_grad_partials[blockIdx.x] = 0;
+    return;
+  }
+  const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
+  const int64_t image_base = image * C * g.pixels;
+  double sum = 0;
+  if (p0 < g.pixels) {
+    P x[V][3], gx[V][3];
+    load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
+    load_pixels<C, T, P, V, Vectorized, Interleaved>(grad, g, image_base, p0, gx);
+    P thread_sum = 0;
+    for (int j = 0; j < V; ++j) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) gx[j][c] *= scale.inv_std[c];
+      P mean_grad = 0;
+      backprop_pixel<C, T>(prog, x[j], mean, MeanGradPass ? prog.contrast_at : 0,
+                           mean_grad_per_pixel, gx[j], &mean_grad);
+      if (p0 + j < g.pixels) thread_sum += mean_grad;
+    }
+    sum = thread_sum;
+    if constexpr (!MeanGradPass) {
+      store_pixels<C, T, T, P, V, Vectorized, Interleaved>(grad_in, g, image_base, p0, gx,
+                                                          Output<P>{});
+    }
+  }
+  if constexpr (MeanGradPass) block_sum(sum, &mean_grad_partials[blockIdx.x]);
+}
+
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// Calls f(channels, vectorized, interleaved) as integral constants for the image's layout.
+template <typename F>
+void with_layout(const ColorGeometry& cg, bool vectorized, F&& f) {
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (cg.channels == 1) {
+    f(std::integral_constant<int, 1>{}, No{}, No{});
+  } else if (!vectorized) {
+    f(std::integral_constant<int, 3>{}, No{}, No{});
+  } else if (cg.interleaved) {
+    f(std::integral_constant<int, 3>{}, Yes{}, Yes{});
+  } else {
+    f(std::integral_constant<int, 3>{}, Yes{}, No{});
+  }
+}
+
+template <typename T>
+Geometry kernel_geometry(const ColorGeometry& cg) {
+  return {cg.pixels, cg.frames, ceil_div(cg.pixels, int64_t{kThreads} * kVec<T>),
+          cg.interleaved ? 1 : cg.pixels, cg.interleaved ? cg.channels : 1};
+}
+
+int64_t block_count(const ColorGeometry& cg, const Geometry& g, const char* op) {
+  const int64_t blocks = cg.samples * cg.frames * g.blocks_per_image;
+  TORCH_CHECK(blocks <= std::numeric_limits<int32_t>::max(), op,
+              ": the image is too large for one launch");
+  return blocks;
+}
+
+template <typename P>
+Rows<P> kernel_rows(const at::Tensor& factors, const at::Tensor& order, const at::Tensor& apply) {
+  return {factors.const_data_ptr<P>(), order.defined() ? order.const_data_ptr<int64_t>() : nullptr,
+          apply.defined() ? apply.const_data_ptr<bool>() : nullptr};
+}
 
 void photometric(const at::Tensor& out, const at::Tensor& image, const Program& program,
                  const at::Tensor& factors, const at::Tensor& order, const at::Tensor& apply,
@@ -205,29 +309,23 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
   const c10::cuda::CUDAGuard device_guard(image.device());
   const at::Tensor in = color_dense_image(image);
   const ColorGeometry cg = color_geometry(in);
-  const int64_t images = cg.samples * cg.frames;
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   photometric_dispatch(in.scalar_type(), out.scalar_type(), [&](auto in_tag, auto out_tag) {
     using T = typename decltype(in_tag)::type;
     using out_t = typename decltype(out_tag)::type;
     using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
     constexpr int V = kVec<T>;
-    const Geometry g{cg.pixels, cg.frames, ceil_div(cg.pixels, int64_t{kThreads} * V),
-                     cg.interleaved ? 1 : cg.pixels, cg.interleaved ? cg.channels : 1};
-    const Rows<P> rows{factors.const_data_ptr<P>(),
-                       order.defined() ? order.const_data_ptr<int64_t>() : nullptr,
-                       apply.defined() ? apply.const_data_ptr<bool>() : nullptr};
+    const Geometry g = kernel_geometry<T>(cg);
+    const Rows<P> rows = kernel_rows<P>(factors, order, apply);
     const Output<P> o = photometric_output<P>(mean, stddev);
     const T* src = in.const_data_ptr<T>();
     out_t* dst = out.mutable_data_ptr<out_t>();
     const bool vectorized = cg.pixels % V == 0 && aligned(src, sizeof(T) * V) &&
                             aligned(dst, sizeof(out_t) * V);
-    const int64_t blocks = images * g.blocks_per_image;
-    TORCH_CHECK(blocks <= std::numeric_limits<int32_t>::max(),
-                "gpuaug::photometric: the image is too large for one launch");
+    const int64_t blocks = block_count(cg, g, "gpuaug::photometric");
     at::Tensor partials;
     if (program.has_contrast) partials = at::empty({blocks}, in.options().dtype(at::kDouble));
-    auto launch = [&](auto channels, auto vector, auto interleaved) {
+    with_layout(cg, vectorized, [&](auto channels, auto vector, auto interleaved) {
       constexpr int C = decltype(channels)::value;
       constexpr bool kVectorized = decltype(vector)::value;
       constexpr bool kInterleaved = decltype(interleaved)::value;
@@ -240,18 +338,53 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
       transform<C, T, out_t, P, kVectorized, kInterleaved>
           <<<blocks, kThreads, 0, stream>>>(src, dst, g, program, rows, sums, o);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
-    };
-    using Yes = std::true_type;
-    using No = std::false_type;
-    if (cg.channels == 1) {
-      launch(std::integral_constant<int, 1>{}, No{}, No{});
-    } else if (!vectorized) {
-      launch(std::integral_constant<int, 3>{}, No{}, No{});
-    } else if (cg.interleaved) {
-      launch(std::integral_constant<int, 3>{}, Yes{}, Yes{});
-    } else {
-      launch(std::integral_constant<int, 3>{}, Yes{}, No{});
-    }
+    });
+  });
+}
+
+void photometric_backward(const at::Tensor& grad_image, const at::Tensor& grad,
+                          const at::Tensor& image, const Program& program,
+                          const at::Tensor& factors, const at::Tensor& order,
+                          const at::Tensor& apply, std::optional<c10::ArrayRef<double>> stddev) {
+  const c10::cuda::CUDAGuard device_guard(image.device());
+  const at::Tensor in = color_dense_image(image);
+  const at::Tensor grad_out = color_grad_in_layout(grad, grad_image);
+  const ColorGeometry cg = color_geometry(in);
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, in.scalar_type(),
+                                  "gpuaug::_photometric_backward", [&] {
+    using T = scalar_t;
+    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    constexpr int V = kVec<T>;
+    const Geometry g = kernel_geometry<T>(cg);
+    const Rows<P> rows = kernel_rows<P>(factors, order, apply);
+    const Output<P> scale = photometric_grad_scale<P>(stddev);
+    const T* src = in.const_data_ptr<T>();
+    const T* grad_src = grad_out.const_data_ptr<T>();
+    T* dst = grad_image.mutable_data_ptr<T>();
+    const bool vectorized = cg.pixels % V == 0 && aligned(src, sizeof(T) * V) &&
+                            aligned(grad_src, sizeof(T) * V) && aligned(dst, sizeof(T) * V);
+    const int64_t blocks = block_count(cg, g, "gpuaug::_photometric_backward");
+    at::Tensor partials;  // the means', then their gradients'
+    if (program.has_contrast) partials = at::empty({2, blocks}, in.options().dtype(at::kDouble));
+    with_layout(cg, vectorized, [&](auto channels, auto vector, auto interleaved) {
+      constexpr int C = decltype(channels)::value;
+      constexpr bool kVectorized = decltype(vector)::value;
+      constexpr bool kInterleaved = decltype(interleaved)::value;
+      double* means = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
+      double* mean_grads = partials.defined() ? means + blocks : nullptr;
+      if (means != nullptr) {
+        contrast_sums<C, T, P, kVectorized, kInterleaved>
+            <<<blocks, kThreads, 0, stream>>>(src, g, program, rows, means);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        backward<C, T, P, true, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+            grad_src, src, dst, g, program, rows, means, mean_grads, scale);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      }
+      backward<C, T, P, false, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+          grad_src, src, dst, g, program, rows, means, mean_grads, scale);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
   });
 }
 
@@ -260,4 +393,6 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
 
 namespace gpuaug {
 GPUAUG_REGISTER_LOOP(photometric_loops, cuda, &cuda::photometric_impl::photometric);
+GPUAUG_REGISTER_LOOP(photometric_backward_loops, cuda,
+                     &cuda::photometric_impl::photometric_backward);
 }  // namespace gpuaug

@@ -1,15 +1,75 @@
-// Autograd kernel of gpuaug::photometric: the forward, below autograd, and a clear error where a
-// gradient is asked for (the hand-written backward is not written yet), instead of PyTorch's
-// generic warning and a silently missing gradient.
+// Autograd kernels of gpuaug::photometric and of its backward (which has no derivative). The image
+// alone has a gradient: factors are torchvision's numbers, and a uint8 output has none.
 #include <torch/autograd.h>
-#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
+
+#include <vector>
 
 #include "gpuaug/ops.h"
 #include "ops/checks.h"
+#include "ops/photometric.h"
 
 namespace gpuaug {
 namespace {
+
+constexpr const char* kOp = "gpuaug::photometric";
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+std::optional<at::Tensor> saved_optional(const at::Tensor& t) {
+  return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
+}
+
+class PhotometricFunction : public torch::autograd::Function<PhotometricFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& image, c10::IntArrayRef stages,
+                            const at::Tensor& factors, const std::optional<at::Tensor>& order,
+                            const std::optional<at::Tensor>& apply,
+                            std::optional<at::ScalarType> dtype,
+                            std::optional<c10::ArrayRef<double>> mean,
+                            std::optional<c10::ArrayRef<double>> stddev) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    ctx->save_for_backward({image, factors, order.value_or(at::Tensor()),
+                            apply.value_or(at::Tensor())});
+    ctx->saved_data["stages"] = stages.vec();
+    if (stddev.has_value()) ctx->saved_data["std"] = stddev->vec();
+    return gpuaug::photometric(image, stages, factors, order, apply, dtype, mean, stddev);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const std::vector<int64_t> stages = ctx->saved_data["stages"].toIntVector();
+    std::optional<std::vector<double>> stddev;
+    if (ctx->saved_data.count("std")) stddev = ctx->saved_data["std"].toDoubleVector();
+    at::Tensor grad_image;
+    if (grad_outputs[0].defined()) {
+      grad_image = photometric_backward(
+          grad_outputs[0], saved[0], stages, saved[1], saved_optional(saved[2]),
+          saved_optional(saved[3]),
+          stddev ? std::optional<c10::ArrayRef<double>>(*stddev) : std::nullopt);
+    }
+    return {grad_image, at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+class PhotometricBackwardFunction
+    : public torch::autograd::Function<PhotometricBackwardFunction> {
+ public:
+  static at::Tensor forward(AutogradContext*, const at::Tensor& grad, const at::Tensor& image,
+                            c10::IntArrayRef stages, const at::Tensor& factors,
+                            const std::optional<at::Tensor>& order,
+                            const std::optional<at::Tensor>& apply,
+                            std::optional<c10::ArrayRef<double>> stddev) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return photometric_backward(grad, image, stages, factors, order, apply, stddev);
+  }
+
+  static variable_list backward(AutogradContext*, variable_list) {
+    TORCH_CHECK(false, kOp, ": double backward is not supported");
+  }
+};
 
 at::Tensor photometric_autograd(const at::Tensor& image, c10::IntArrayRef stages,
                                 const at::Tensor& factors, const std::optional<at::Tensor>& order,
@@ -17,16 +77,37 @@ at::Tensor photometric_autograd(const at::Tensor& image, c10::IntArrayRef stages
                                 std::optional<at::ScalarType> dtype,
                                 std::optional<c10::ArrayRef<double>> mean,
                                 std::optional<c10::ArrayRef<double>> stddev) {
-  check_defined("gpuaug::photometric", {{"image", &image}, {"factors", &factors}});
-  TORCH_CHECK(!torch::autograd::compute_requires_grad(image, factors),
-              "gpuaug::photometric: gradients are not implemented yet: 'image' and 'factors' must "
-              "not require grad (or call it under torch.no_grad())");
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return gpuaug::photometric(image, stages, factors, order, apply, dtype, mean, stddev);
+  check_defined(kOp, {{"image", &image}, {"factors", &factors}});
+  const bool grad_mode = at::GradMode::is_enabled();
+  TORCH_CHECK(!grad_mode || !factors.requires_grad(), kOp,
+              ": 'factors' has no gradient (torchvision's factors are numbers), but it requires "
+              "grad: pass factors.detach()");
+  if (!grad_mode || !image.requires_grad()) {  // plain augmentation: no autograd node
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return gpuaug::photometric(image, stages, factors, order, apply, dtype, mean, stddev);
+  }
+  const auto out_dtype = dtype.value_or(image.scalar_type());
+  TORCH_CHECK(at::isFloatingType(out_dtype), kOp, ": a ", out_dtype,
+              " output has no gradient, but 'image' requires grad: keep the image's dtype, or "
+              "compute it under torch.no_grad()");
+  return PhotometricFunction::apply(image, stages, factors, order, apply, dtype, mean, stddev);
+}
+
+at::Tensor photometric_backward_autograd(const at::Tensor& grad, const at::Tensor& image,
+                                         c10::IntArrayRef stages, const at::Tensor& factors,
+                                         const std::optional<at::Tensor>& order,
+                                         const std::optional<at::Tensor>& apply,
+                                         std::optional<c10::ArrayRef<double>> stddev) {
+  check_defined("gpuaug::_photometric_backward",
+                {{"grad", &grad}, {"image", &image}, {"factors", &factors}});
+  return PhotometricBackwardFunction::apply(grad, image, stages, factors, order, apply, stddev);
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(gpuaug, Autograd, m) { m.impl("photometric", &photometric_autograd); }
+TORCH_LIBRARY_IMPL(gpuaug, Autograd, m) {
+  m.impl("photometric", &photometric_autograd);
+  m.impl("_photometric_backward", &photometric_backward_autograd);
+}
 
 }  // namespace gpuaug
