@@ -52,7 +52,8 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
     sample's draws; contrast's mean is per frame, as torchvision's is per image), C = 1 or 3,
     uint8 or floating, contiguous or channels-last. ``dtype`` converts the result as
     ``to_dtype(scale=True)`` does (the image's dtype, floating from uint8, uint8 from floating),
-    then ``mean`` and ``std`` normalise it. Not differentiable yet.
+    then ``mean`` and ``std`` normalise it. Differentiable in a floating ``image`` with a floating
+    output (``factors`` have no gradient).
     """
     return torch.ops.gpuaug.photometric(image, stages, factors, order=order, apply=apply,
                                         dtype=dtype, mean=mean, std=std)

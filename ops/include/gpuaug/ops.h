@@ -54,7 +54,7 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
 // int64 permutations of 0..K-1) the order each sample runs its slots in; apply ([K] or [N, K]
 // bool) which of them it runs. The image is [C, H, W], [N, C, H, W] or [N, T, C, H, W] with C 1 or
 // 3, uint8 or floating; `dtype` converts the output as to_dtype(scale=True), then mean / std
-// normalise it. Not differentiable yet.
+// normalise it. Differentiable in a floating image with a floating output (not in the factors).
 at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const at::Tensor& factors,
                        const std::optional<at::Tensor>& order = std::nullopt,
                        const std::optional<at::Tensor>& apply = std::nullopt,
