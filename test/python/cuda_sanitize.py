@@ -124,7 +124,8 @@ def check_color_transform(device):
 def check_photometric(device):
     """photometric's kernels against its CPU kernel: the vectorised path planar and interleaved,
     the per-element path (odd sizes, one channel, strided), with and without the contrast
-    reduction, per-sample order and apply, uint8 and float in, converted and normalised out."""
+    reduction, per-sample order and apply, uint8 and float in, converted and normalised out; the
+    backward's kernels for the float images."""
     g = torch.Generator().manual_seed(70)
     stages = [1, 2, 3, 4, 5, 6, 7, 8, 9]
     cases = [((4, 3, 16, 32), False), ((4, 3, 16, 32), True), ((3, 3, 5, 7), False),
@@ -158,6 +159,15 @@ def check_photometric(device):
                 tag = f"photometric {list(shape)}{' interleaved' if interleaved else ''} " \
                       f"{xi.dtype}->{out_dtype or xi.dtype} contrast={with_contrast}"
                 expect(tag, got.float(), want.float(), exact=False)
+                if xi.dtype != torch.uint8:  # the backward's kernels, the mean's gradient pass too
+                    grad = torch.randn(xi.shape, generator=g)
+                    bw = dict(order=order, apply=apply, std=[0.25] * c)
+                    want = ops._photometric_backward(grad, xi, st, f, **bw)
+                    got = ops._photometric_backward(
+                        grad.to(device), xi.to(device), st, f.to(device),
+                        **{k: v.to(device) if isinstance(v, torch.Tensor) else v
+                           for k, v in bw.items()})
+                    expect(tag + " backward", got, want, exact=False)
     strided = torch.randint(0, 256, (2, 3, 8, 32), generator=g, dtype=torch.uint8)[..., ::2]
     factors = torch.full([2, 1], 1.3)
     expect("photometric strided", ops.photometric(strided.to(device), [1], factors.to(device)),
