@@ -27,8 +27,9 @@ enum Kind : uint8_t {
   kPosterize = 7,        // factor: bits, 0..8
   kInvert = 8,           // factor unused
   kPermuteChannels = 9,  // factor: p0 + 3 p1 + 9 p2, output channel c = input channel p_c
+  kAutocontrast = 10,    // factor unused; per image and channel, min..max stretched to the range
 };
-constexpr int kKinds = 9;
+constexpr int kKinds = 10;
 
 // Slots per call: ColorJitter's four, RandomPhotometricDistort's five, a Compose's more.
 constexpr int kMaxStages = 16;
@@ -37,7 +38,20 @@ constexpr int kMaxStages = 16;
 struct Program {
   int count;
   uint8_t kinds[kMaxStages];
-  bool has_contrast;  // then one reduction pass runs first
+  int reduction;  // the kind of its one reduction stage (contrast, autocontrast), or 0: then a
+                 // reduction pass runs first
+};
+
+// A reduction pass's partial statistics per block: contrast's sum of grays, or autocontrast's
+// three channel minima then three maxima.
+constexpr int kStats = 6;
+
+// What a reduction stage needs of its image, as the element-wise pass reads it.
+template <typename P>
+struct Reduced {
+  P mean;          // contrast: the grayscale mean
+  P low[3];        // autocontrast: each channel's minimum (0 where the channel is flat)
+  P inv_scale[3];  // autocontrast: (maximum - minimum) / the range's bound (1 where flat)
 };
 
 template <typename P>
@@ -51,7 +65,7 @@ struct Step {
 template <typename P>
 struct SampleProgram {
   int count;
-  int contrast_at;  // the index of its contrast step, or -1
+  int reduce_at;  // the index of its reduction step, or -1
   Step<P> steps[kMaxStages];
 };
 

@@ -4,6 +4,7 @@
 // the derivative of the same formulas written out of place). Clamps pass the gradient where
 // low <= v <= high, as torch.clamp's; floor (posterize) passes none; solarize's where passes -1 or
 // 1; the maximum and minimum of hue's HSV conversion go to the channel the forward picked.
+// Autocontrast has none (the op refuses it): torchvision's cannot be differentiated either.
 #pragma once
 
 #include <c10/macros/Macros.h>
@@ -101,7 +102,7 @@ C10_HOST_DEVICE inline void hue_shift_backward(const P (&x)[3], P hue, P (&g)[3]
 // it blended with, and adds to g the mean's own gradient, mean_grad_per_pixel (the image's total
 // divided by its pixel count) times the channel's weight in the grayscale.
 template <int C, typename T, typename P>
-C10_HOST_DEVICE inline void step_backward(const Step<P>& s, const P (&x)[3], P mean,
+C10_HOST_DEVICE inline void step_backward(const Step<P>& s, const P (&x)[3], const Reduced<P>& r,
                                           P mean_grad_per_pixel, P (&g)[3], P* mean_grad) {
   switch (s.kind) {
     case kBrightness:
@@ -109,7 +110,8 @@ C10_HOST_DEVICE inline void step_backward(const Step<P>& s, const P (&x)[3], P m
       break;
     case kContrast:
       for (int c = 0; c < C; ++c) {
-        const P pass = clamp_pass(rounded<T>(std::fma(mean, s.b, rounded<T>(x[c] * s.a))), P(1));
+        const P blended = rounded<T>(std::fma(r.mean, s.b, rounded<T>(x[c] * s.a)));
+        const P pass = clamp_pass(blended, P(1));
         *mean_grad += s.b * pass * g[c];
         g[c] = s.a * pass * g[c] + mean_grad_per_pixel * (C == 3 ? gray_weight<P>(c) : P(1));
       }
@@ -165,18 +167,18 @@ C10_HOST_DEVICE inline void step_backward(const Step<P>& s, const P (&x)[3], P m
 // the program's output) to that of step `stop`'s input. Runs the forward first, keeping each
 // step's input.
 template <int C, typename T, typename P>
-C10_HOST_DEVICE inline void backprop_pixel(const SampleProgram<P>& prog, const P (&x)[3], P mean,
-                                           int stop, P mean_grad_per_pixel, P (&g)[3],
-                                           P* mean_grad) {
+C10_HOST_DEVICE inline void backprop_pixel(const SampleProgram<P>& prog, const P (&x)[3],
+                                           const Reduced<P>& r, int stop,
+                                           P mean_grad_per_pixel, P (&g)[3], P* mean_grad) {
   P inputs[kMaxStages][3];
   P y[1][3] = {{x[0], x[1], x[2]}};
   for (int i = 0; i < prog.count; ++i) {
     for (int c = 0; c < 3; ++c) inputs[i][c] = y[0][c];
-    apply_step<C, T>(prog.steps[i], y, mean);
+    apply_step<C, T>(prog.steps[i], y, r);
   }
   for (int i = prog.count - 1; i >= stop; --i) {
     const P (&in)[3] = inputs[i];
-    step_backward<C, T>(prog.steps[i], in, mean, mean_grad_per_pixel, g, mean_grad);
+    step_backward<C, T>(prog.steps[i], in, r, mean_grad_per_pixel, g, mean_grad);
   }
 }
 

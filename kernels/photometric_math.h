@@ -156,10 +156,10 @@ C10_HOST_DEVICE inline P pick(const P (&y)[3], int p) {
   return p == 0 ? y[0] : (p == 1 ? y[1] : y[2]);
 }
 
-// One stage on V pixels of C (1 or 3) channels: the stage's branch once, then its loop. `mean`
-// is the image's grayscale mean at this point of its chain (used by contrast only).
+// One stage on V pixels of C (1 or 3) channels: the stage's branch once, then its loop. `r`
+// holds the image's statistics at its reduction step (contrast's and autocontrast's).
 template <int C, typename T, typename P, int V>
-C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], P mean) {
+C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Reduced<P>& r) {
   constexpr P kBound = kIsU8<T> ? P(255) : P(1);
   switch (s.kind) {
     case kBrightness:
@@ -172,7 +172,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], P mean) {
       GPUAUG_PHOTO_UNROLL
       for (int j = 0; j < V; ++j)
         GPUAUG_PHOTO_UNROLL
-        for (int c = 0; c < C; ++c) x[j][c] = blend<T>(x[j][c], mean, s);
+        for (int c = 0; c < C; ++c) x[j][c] = blend<T>(x[j][c], r.mean, s);
       break;
     case kSaturation:
       if constexpr (C == 3) {
@@ -266,6 +266,16 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], P mean) {
         }
       }
       break;
+    case kAutocontrast:
+      // (x - minimum) / inv_scale, clamped, in the image's dtype (float32 for uint8, truncated)
+      GPUAUG_PHOTO_UNROLL
+      for (int j = 0; j < V; ++j)
+        GPUAUG_PHOTO_UNROLL
+        for (int c = 0; c < C; ++c) {
+          const P stretched = rounded<T>(rounded<T>(x[j][c] - r.low[c]) / r.inv_scale[c]);
+          x[j][c] = stored<T>(clamp(stretched, P(0), kBound));
+        }
+      break;
     default:
       break;
   }
@@ -274,8 +284,8 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], P mean) {
 // V pixels through steps [begin, end) of a sample's program.
 template <int C, typename T, typename P, int V>
 C10_HOST_DEVICE inline void run_steps(const SampleProgram<P>& prog, int begin, int end,
-                                      P (&x)[V][3], P mean) {
-  for (int i = begin; i < end; ++i) apply_step<C, T>(prog.steps[i], x, mean);
+                                      P (&x)[V][3], const Reduced<P>& r) {
+  for (int i = begin; i < end; ++i) apply_step<C, T>(prog.steps[i], x, r);
 }
 
 // The value contrast averages: the pixel's grayscale (floored for uint8), or its one channel.
@@ -285,6 +295,50 @@ C10_HOST_DEVICE inline P contrast_gray(const P (&x)[3]) {
   P l = gray<T>(x);
   if constexpr (kIsU8<T>) l = trunc_small(l);
   return l;
+}
+
+// A reduction's statistics before any pixel: sums start at 0, minima at +inf, maxima at -inf.
+C10_HOST_DEVICE inline double initial_stat(int kind, int i) {
+  if (kind != kAutocontrast) return 0.0;
+  return i < 3 ? static_cast<double>(INFINITY) : -static_cast<double>(INFINITY);
+}
+
+// Two partial statistics i of a reduction of `kind` as one: sums, or minima and maxima (NaN wins,
+// as in torch.amin and amax).
+C10_HOST_DEVICE inline double combine_stat(int kind, int i, double a, double b) {
+  if (kind != kAutocontrast) return a + b;
+  return a != a || (i < 3 ? a < b : a > b) ? a : b;
+}
+
+// A pixel's part, at its reduction step, of the image's statistics.
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline void add_pixel_stats(int kind, const P (&x)[3], double (&stats)[kStats]) {
+  if (kind == kContrast) {
+    stats[0] += contrast_gray<C, T>(x);
+    return;
+  }
+  for (int c = 0; c < C; ++c) {
+    stats[c] = combine_stat(kind, c, x[c], stats[c]);
+    stats[3 + c] = combine_stat(kind, 3 + c, x[c], stats[3 + c]);
+  }
+}
+
+// What the reduction step reads, from its image's statistics: contrast's mean (in the image's
+// dtype), autocontrast's minima and scales (float32 for uint8, as torchvision computes them).
+template <typename T, typename P>
+C10_HOST_DEVICE inline Reduced<P> finish_reduction(int kind, const double (&stats)[kStats],
+                                                   int64_t pixels) {
+  Reduced<P> r{};
+  if (kind == kContrast) r.mean = rounded<T>(static_cast<P>(stats[0] / static_cast<double>(pixels)));
+  if (kind != kAutocontrast) return r;
+  for (int c = 0; c < 3; ++c) {
+    const P low = static_cast<P>(stats[c]), high = static_cast<P>(stats[3 + c]);
+    const bool flat = low == high;
+    r.low[c] = flat ? P(0) : low;
+    const P inv_bound = static_cast<P>(kIsU8<T> ? 1.0 / 255.0 : 1.0);  // a Python float
+    r.inv_scale[c] = flat ? P(1) : rounded<T>(rounded<T>(high - low) * inv_bound);
+  }
+  return r;
 }
 
 // Image values in the compute type (uint8 unscaled) and back.
@@ -322,7 +376,7 @@ C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const P* 
                                                const int64_t* order, const bool* apply, int64_t n) {
   SampleProgram<P> prog;
   prog.count = 0;
-  prog.contrast_at = -1;
+  prog.reduce_at = -1;
   const int k = program.count;
   for (int j = 0; j < k; ++j) {
     const int64_t slot = order ? order[n * k + j] : j;
@@ -334,9 +388,11 @@ C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const P* 
     s.b = P(0);
     if (s.kind == kContrast || s.kind == kSaturation) {
       s.b = P(1.0 - static_cast<double>(s.a));  // _blend's alpha, a Python float
-      if (prog.contrast_at < 0 && s.kind == kContrast) prog.contrast_at = prog.count;
     } else if (s.kind == kPosterize) {
       s.b = P(int64_t{1} << (static_cast<int>(s.a) & 15));
+    }
+    if (prog.reduce_at < 0 && (s.kind == kContrast || s.kind == kAutocontrast)) {
+      prog.reduce_at = prog.count;
     }
     prog.steps[prog.count++] = s;
   }

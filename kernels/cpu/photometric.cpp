@@ -1,6 +1,6 @@
-// gpuaug::photometric's CPU loops. Forward: a reduction pass for contrast's grayscale mean (when
-// the program has a contrast stage), then one pass that runs each pixel through its sample's
-// program. Backward: with contrast, the mean again and a reduction pass for its gradient (each
+// gpuaug::photometric's CPU loops. Forward: a reduction pass for the statistics of the program's
+// reduction stage (contrast's grayscale mean, autocontrast's channel minima and maxima), then one
+// pass that runs each pixel through its sample's program. Backward: with contrast, the mean again and a reduction pass for its gradient (each
 // pixel's gradient back to the contrast step); then one pass back through every step.
 #include <ATen/Parallel.h>
 
@@ -16,8 +16,8 @@ namespace {
 
 using namespace gpuaug::photo;
 
-// Fixed runs of pixels of one image, so that the means' partial sums do not depend on the number
-// of threads.
+// Fixed runs of pixels of one image, so that the partial sums do not depend on the number of
+// threads.
 constexpr int64_t kPixelsPerTask = 4096;
 
 struct Walk {
@@ -58,24 +58,35 @@ void with_channels(const Walk& walk, F&& f) {
   }
 }
 
-// Sums f(image, first, last) over each image's runs of pixels, in a fixed order.
+struct Stats {
+  double v[kStats];
+};
+
+// Per image, the statistics of a reduction of `kind` (photometric_math.h) to which
+// f(image, first, last, stats) adds a run of pixels: each run from the initial statistics, the
+// runs combined in a fixed order.
 template <typename F>
-std::vector<double> image_sums(const Walk& w, F&& f) {
-  std::vector<double> partial(w.tasks(), 0.0);
+std::vector<Stats> image_stats(const Walk& w, int kind, F&& f) {
+  Stats initial;
+  for (int i = 0; i < kStats; ++i) initial.v[i] = initial_stat(kind, i);
+  std::vector<Stats> partial(w.tasks(), initial);
   at::parallel_for(0, w.tasks(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t first = (task % w.tasks_per_image) * kPixelsPerTask;
       const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
-      partial[task] = f(task / w.tasks_per_image, first, last);
+      f(task / w.tasks_per_image, first, last, partial[task].v);
     }
   });
-  std::vector<double> sums(w.images(), 0.0);
+  std::vector<Stats> stats(w.images(), initial);
   for (int64_t image = 0; image < w.images(); ++image) {
     for (int64_t t = 0; t < w.tasks_per_image; ++t) {
-      sums[image] += partial[image * w.tasks_per_image + t];
+      for (int i = 0; i < kStats; ++i) {
+        const double part = partial[image * w.tasks_per_image + t].v[i];
+        stats[image].v[i] = combine_stat(kind, i, stats[image].v[i], part);
+      }
     }
   }
-  return sums;
+  return stats;
 }
 
 template <int C, typename T, typename P>
@@ -83,42 +94,42 @@ void load_pixel(const T* in, int64_t at, const Walk& w, P (&x)[3]) {
   for (int c = 0; c < C; ++c) x[c] = load<P>(in[at + c * w.channel_step]);
 }
 
-// Each image's grayscale mean at its sample's contrast step (0 where it has none).
+// Each image's statistics at its sample's reduction step (none where it has none).
 template <int C, typename T, typename P>
-std::vector<P> contrast_means(const T* in, const Walk& w, const std::vector<SampleProgram<P>>& progs) {
-  const std::vector<double> sums = image_sums(w, [&](int64_t image, int64_t first, int64_t last) {
-    const SampleProgram<P>& prog = progs[image / w.g.frames];
-    double sum = 0;
-    for (int64_t px = first; prog.contrast_at >= 0 && px < last; ++px) {
-      P x[1][3];
-      load_pixel<C>(in, image * C * w.g.pixels + px * w.pixel_step, w, x[0]);
-      run_steps<C, T>(prog, 0, prog.contrast_at, x, P(0));
-      sum += contrast_gray<C, T>(x[0]);
-    }
-    return sum;
-  });
-  std::vector<P> means(w.images());
+std::vector<Reduced<P>> reductions(const T* in, const Walk& w, int kind,
+                                   const std::vector<SampleProgram<P>>& progs) {
+  const std::vector<Stats> stats = image_stats(
+      w, kind, [&](int64_t image, int64_t first, int64_t last, double (&sums)[kStats]) {
+        const SampleProgram<P>& prog = progs[image / w.g.frames];
+        for (int64_t px = first; prog.reduce_at >= 0 && px < last; ++px) {
+          P x[1][3];
+          load_pixel<C>(in, image * C * w.g.pixels + px * w.pixel_step, w, x[0]);
+          run_steps<C, T>(prog, 0, prog.reduce_at, x, Reduced<P>{});
+          add_pixel_stats<C, T>(kind, x[0], sums);
+        }
+      });
+  std::vector<Reduced<P>> reduced(w.images());
   for (int64_t image = 0; image < w.images(); ++image) {
-    means[image] = rounded<T>(static_cast<P>(sums[image] / static_cast<double>(w.g.pixels)));
+    reduced[image] = finish_reduction<T, P>(kind, stats[image].v, w.g.pixels);
   }
-  return means;
+  return reduced;
 }
 
 template <int C, typename T, typename out_t, typename P>
 void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleProgram<P>>& progs,
-               const std::vector<P>& means, const Output<P>& o) {
+               const std::vector<Reduced<P>>& reduced, const Output<P>& o) {
   at::parallel_for(0, w.tasks(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t image = task / w.tasks_per_image;
       const SampleProgram<P>& prog = progs[image / w.g.frames];
-      const P mean = means.empty() ? P(0) : means[image];
+      const Reduced<P> r = reduced.empty() ? Reduced<P>{} : reduced[image];
       const int64_t first = (task % w.tasks_per_image) * kPixelsPerTask;
       const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
       for (int64_t px = first; px < last; ++px) {
         const int64_t at = image * C * w.g.pixels + px * w.pixel_step;
         P x[1][3];
         load_pixel<C>(in, at, w, x[0]);
-        run_steps<C, T>(prog, 0, prog.count, x, mean);
+        run_steps<C, T>(prog, 0, prog.count, x, r);
         for (int c = 0; c < C; ++c) out[at + c * w.channel_step] = convert<T, out_t>(x[0][c], o, c);
       }
     }
@@ -140,17 +151,18 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     with_channels(walk, [&](auto channels) {
       constexpr int C = decltype(channels)::value;
       const T* src = in.const_data_ptr<T>();
-      const std::vector<P> means =
-          program.has_contrast ? contrast_means<C, T>(src, walk, progs) : std::vector<P>{};
-      transform<C, T>(src, out.mutable_data_ptr<out_t>(), walk, progs, means, o);
+      const std::vector<Reduced<P>> reduced =
+          program.reduction ? reductions<C, T>(src, walk, program.reduction, progs)
+                            : std::vector<Reduced<P>>{};
+      transform<C, T>(src, out.mutable_data_ptr<out_t>(), walk, progs, reduced, o);
     });
   });
 }
 
 template <int C, typename T, typename P>
 void backward(const T* grad, const T* in, T* grad_in, const Walk& w,
-              const std::vector<SampleProgram<P>>& progs, const std::vector<P>& means,
-              const Output<P>& scale) {
+              const std::vector<SampleProgram<P>>& progs,
+              const std::vector<Reduced<P>>& reduced, const Output<P>& scale) {
   auto load_both = [&](int64_t at, P (&x)[3], P (&g)[3]) {
     load_pixel<C>(in, at, w, x);
     load_pixel<C>(grad, at, w, g);
@@ -158,34 +170,33 @@ void backward(const T* grad, const T* in, T* grad_in, const Walk& w,
   };
   // Each image's mean gradient per pixel (its total over the image / the pixel count).
   std::vector<P> mean_grads(w.images(), P(0));
-  if (!means.empty()) {
-    const std::vector<double> sums = image_sums(w, [&](int64_t image, int64_t first, int64_t last) {
-      const SampleProgram<P>& prog = progs[image / w.g.frames];
-      double sum = 0;
-      for (int64_t px = first; prog.contrast_at >= 0 && px < last; ++px) {
-        P x[3], g[3], mean_grad = 0;
-        load_both(image * C * w.g.pixels + px * w.pixel_step, x, g);
-        backprop_pixel<C, T>(prog, x, means[image], prog.contrast_at, P(0), g, &mean_grad);
-        sum += mean_grad;
-      }
-      return sum;
-    });
+  if (!reduced.empty()) {
+    const std::vector<Stats> sums = image_stats(
+        w, kContrast, [&](int64_t image, int64_t first, int64_t last, double (&sum)[kStats]) {
+          const SampleProgram<P>& prog = progs[image / w.g.frames];
+          for (int64_t px = first; prog.reduce_at >= 0 && px < last; ++px) {
+            P x[3], g[3], mean_grad = 0;
+            load_both(image * C * w.g.pixels + px * w.pixel_step, x, g);
+            backprop_pixel<C, T>(prog, x, reduced[image], prog.reduce_at, P(0), g, &mean_grad);
+            sum[0] += mean_grad;
+          }
+        });
     for (int64_t image = 0; image < w.images(); ++image) {
-      mean_grads[image] = static_cast<P>(sums[image] / static_cast<double>(w.g.pixels));
+      mean_grads[image] = static_cast<P>(sums[image].v[0] / static_cast<double>(w.g.pixels));
     }
   }
   at::parallel_for(0, w.tasks(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t image = task / w.tasks_per_image;
       const SampleProgram<P>& prog = progs[image / w.g.frames];
-      const P mean = means.empty() ? P(0) : means[image];
+      const Reduced<P> r = reduced.empty() ? Reduced<P>{} : reduced[image];
       const int64_t first = (task % w.tasks_per_image) * kPixelsPerTask;
       const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
       for (int64_t px = first; px < last; ++px) {
         const int64_t at = image * C * w.g.pixels + px * w.pixel_step;
         P x[3], g[3], unused = 0;
         load_both(at, x, g);
-        backprop_pixel<C, T>(prog, x, mean, 0, mean_grads[image], g, &unused);
+        backprop_pixel<C, T>(prog, x, r, 0, mean_grads[image], g, &unused);
         for (int c = 0; c < C; ++c) grad_in[at + c * w.channel_step] = static_cast<T>(g[c]);
       }
     }
@@ -207,10 +218,12 @@ void photometric_backward(const at::Tensor& grad_image, const at::Tensor& grad,
     with_channels(walk, [&](auto channels) {
       constexpr int C = decltype(channels)::value;
       const T* src = in.const_data_ptr<T>();
-      const std::vector<P> means =
-          program.has_contrast ? contrast_means<C, T>(src, walk, progs) : std::vector<P>{};
+      // the op refuses autocontrast: contrast is the one reduction here
+      const std::vector<Reduced<P>> reduced =
+          program.reduction ? reductions<C, T>(src, walk, program.reduction, progs)
+                            : std::vector<Reduced<P>>{};
       backward<C, T>(grad_out.const_data_ptr<T>(), src, grad_image.mutable_data_ptr<T>(), walk,
-                     progs, means, photometric_grad_scale<P>(stddev));
+                     progs, reduced, photometric_grad_scale<P>(stddev));
     });
   });
 }

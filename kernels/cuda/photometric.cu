@@ -1,9 +1,9 @@
-// gpuaug::photometric on the GPU: with a contrast stage, a reduction kernel writes per-block
-// partial sums of each image's grayscale at its contrast step; then one kernel runs every pixel
-// through its sample's program, each block summing its image's partials (a fixed order: the
-// same bits on every run). Each thread takes V pixels (kVec): 16-byte loads per
-// channel plane (or per run of interleaved pixels) where the image is aligned, else per element
-// (uint8: 4 pixels, see kVec).
+// gpuaug::photometric on the GPU: with a reduction stage, a reduction kernel writes per-block
+// partial statistics of each image at that step (contrast's sum of grays, autocontrast's channel
+// minima and maxima); then one kernel runs every pixel through its sample's program, each block
+// combining its image's partials (in a fixed order: the same bits on every run). Each thread
+// takes V pixels (kVec): 16-byte loads per channel plane (or per run of interleaved pixels) where
+// the image is aligned, else per element (uint8: 4 pixels, see kVec).
 // A block's pixels belong to one image; its sample's program is decoded into shared memory.
 // The backward (floating images) runs the same reduction for the mean, then, with contrast, a
 // reduction of the mean's gradient (each pixel back to its contrast step), then one kernel that
@@ -132,60 +132,95 @@ __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, con
   if (threadIdx.x == 0) prog = decode(program, factors, order, apply, 0);
 }
 
-// The sum of `image`'s per-block partials, in a fixed order, in lane 0 of the calling warp.
-__device__ __forceinline__ double warp_image_total(const double* partials, const Geometry& g,
-                                                  int64_t image) {
-  double sum = 0;
+// `image`'s statistics from its blocks' partials ([blocks, kStats]), combined in a fixed order,
+// in lane 0 of the calling warp (all of whose lanes must call it).
+__device__ __forceinline__ void warp_image_stats(const double* partials, const Geometry& g,
+                                                 int64_t image, int kind,
+                                                 double (&stats)[kStats]) {
+#pragma unroll
+  for (int i = 0; i < kStats; ++i) stats[i] = initial_stat(kind, i);
   for (int64_t b = threadIdx.x % 32; b < g.blocks_per_image; b += 32) {
-    sum += partials[image * g.blocks_per_image + b];
+    const double* part = partials + (image * g.blocks_per_image + b) * kStats;
+#pragma unroll
+    for (int i = 0; i < kStats; ++i) stats[i] = combine_stat(kind, i, stats[i], part[i]);
   }
 #pragma unroll
-  for (int d = 16; d > 0; d /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, d);
-  return sum;
+  for (int d = 16; d > 0; d /= 2) {
+#pragma unroll
+    for (int i = 0; i < kStats; ++i) {
+      stats[i] = combine_stat(kind, i, stats[i], __shfl_down_sync(0xFFFFFFFFu, stats[i], d));
+    }
+  }
 }
 
-// The block's sum of each thread's v, in a fixed order, into *out. Every thread must call it.
-__device__ __forceinline__ void block_sum(double v, double* out) {
-  __shared__ double warp_sums[kThreads / 32];
+// The block's statistics, its threads' combined in a fixed order, into out[0, kStats). Every
+// thread of the block must call it.
+__device__ __forceinline__ void block_stats(int kind, double (&stats)[kStats], double* out) {
+  __shared__ double warp_stats[kThreads / 32][kStats];
 #pragma unroll
-  for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xFFFFFFFFu, v, d);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  for (int d = 16; d > 0; d /= 2) {
+#pragma unroll
+    for (int i = 0; i < kStats; ++i) {
+      stats[i] = combine_stat(kind, i, stats[i], __shfl_down_sync(0xFFFFFFFFu, stats[i], d));
+    }
+  }
+  if (threadIdx.x % 32 == 0) {
+#pragma unroll
+    for (int i = 0; i < kStats; ++i) warp_stats[threadIdx.x / 32][i] = stats[i];
+  }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    double total = 0;
+  if (threadIdx.x < kStats) {
+    double total = initial_stat(kind, threadIdx.x);
 #pragma unroll
-    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
-    *out = total;
+    for (int w = 0; w < kThreads / 32; ++w) {
+      total = combine_stat(kind, threadIdx.x, total, warp_stats[w][threadIdx.x]);
+    }
+    out[threadIdx.x] = total;
   }
 }
 
+// What each image's reduction step reads, into shared `reduced` (zeros without a reduction).
+template <typename T, typename P>
+__device__ __forceinline__ void load_reduced(Reduced<P>& reduced, const double* partials,
+                                             const Geometry& g, int64_t image, int kind) {
+  if (threadIdx.x >= 32) return;
+  double stats[kStats];
+  if (partials != nullptr) warp_image_stats(partials, g, image, kind, stats);
+  if (threadIdx.x == 0) {
+    reduced = partials != nullptr ? finish_reduction<T, P>(kind, stats, g.pixels) : Reduced<P>{};
+  }
+}
+
+// Per block, the statistics of the program's reduction stage (contrast's sum of grays,
+// autocontrast's channel minima and maxima) over its pixels at their sample's reduction step.
 template <int C, typename T, typename P, bool Vectorized, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
-    contrast_sums(const T* in, Geometry g, Program program, Rows<P> rows, double* partials) {
+    reduce_stats(const T* in, Geometry g, Program program, Rows<P> rows, double* partials) {
   constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
   const int64_t image = blockIdx.x / g.blocks_per_image;
   const int64_t chunk = blockIdx.x % g.blocks_per_image;
+  const int kind = program.reduction;
   decode_block_program(prog, program, rows, image / g.frames);
   __syncthreads();
-  if (prog.contrast_at < 0) {
-    if (threadIdx.x == 0) partials[blockIdx.x] = 0;
+  double stats[kStats];
+#pragma unroll
+  for (int i = 0; i < kStats; ++i) stats[i] = initial_stat(kind, i);
+  if (prog.reduce_at < 0) {  // the sample does not run it
+    if (threadIdx.x < kStats) partials[blockIdx.x * kStats + threadIdx.x] = stats[threadIdx.x];
     return;
   }
   const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
-  double sum = 0;
   if (p0 < g.pixels) {
     P x[V][3];
     load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image * C * g.pixels, p0, x);
-    run_steps<C, T>(prog, 0, prog.contrast_at, x, P(0));
-    P thread_sum = 0;  // at most 16 values: exact for uint8's integral grays
+    run_steps<C, T>(prog, 0, prog.reduce_at, x, Reduced<P>{});
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      if (p0 + j < g.pixels) thread_sum += contrast_gray<C, T>(x[j]);
+      if (p0 + j < g.pixels) add_pixel_stats<C, T>(kind, x[j], stats);
     }
-    sum = thread_sum;
   }
-  block_sum(sum, &partials[blockIdx.x]);
+  block_stats(kind, stats, partials + blockIdx.x * kStats);
 }
 
 template <int C, typename T, typename out_t, typename P, bool Vectorized, bool Interleaved>
@@ -194,55 +229,53 @@ __global__ void __launch_bounds__(kThreads)
               const double* partials, Output<P> o) {
   constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
-  __shared__ P mean;
+  __shared__ Reduced<P> reduced;
   const int64_t image = blockIdx.x / g.blocks_per_image;
   const int64_t chunk = blockIdx.x % g.blocks_per_image;
   decode_block_program(prog, program, rows, image / g.frames);
-  if (partials != nullptr && threadIdx.x < 32) {
-    const double sum = warp_image_total(partials, g, image);
-    if (threadIdx.x == 0) mean = rounded<T>(static_cast<P>(sum / static_cast<double>(g.pixels)));
-  }
+  load_reduced<T>(reduced, partials, g, image, program.reduction);
   __syncthreads();
   const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
   if (p0 >= g.pixels) return;
   const int64_t image_base = image * C * g.pixels;
   P x[V][3];
   load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
-  run_steps<C, T>(prog, 0, prog.count, x, partials != nullptr ? mean : P(0));
+  run_steps<C, T>(prog, 0, prog.count, x, reduced);
   store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(out, g, image_base, p0, x, o);
 }
 
 // The gradient of each pixel: MeanGradPass sums, per block, the gradient of contrast's mean (each
 // pixel taken back to its contrast step); the other pass takes every pixel back to the image and
-// writes its gradient. `scale` holds 1 / std.
+// writes its gradient. `scale` holds 1 / std. (Autocontrast, the other reduction, has none.)
 template <int C, typename T, typename P, bool MeanGradPass, bool Vectorized, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
     backward(const T* grad, const T* in, T* grad_in, Geometry g, Program program, Rows<P> rows,
              const double* mean_partials, double* mean_grad_partials, Output<P> scale) {
   constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
-  __shared__ P mean, mean_grad_per_pixel;
+  __shared__ Reduced<P> reduced;
+  __shared__ P mean_grad_per_pixel;
   const int64_t image = blockIdx.x / g.blocks_per_image;
   const int64_t chunk = blockIdx.x % g.blocks_per_image;
   decode_block_program(prog, program, rows, image / g.frames);
+  load_reduced<T>(reduced, mean_partials, g, image, kContrast);
   if (threadIdx.x < 32) {
-    const bool contrast = mean_partials != nullptr;
-    const double sum = contrast ? warp_image_total(mean_partials, g, image) : 0.0;
-    const double grad_sum =
-        contrast && !MeanGradPass ? warp_image_total(mean_grad_partials, g, image) : 0.0;
+    double grad_stats[kStats] = {0};
+    if (mean_partials != nullptr && !MeanGradPass) {
+      warp_image_stats(mean_grad_partials, g, image, kContrast, grad_stats);
+    }
     if (threadIdx.x == 0) {
-      mean = rounded<T>(static_cast<P>(sum / static_cast<double>(g.pixels)));
-      mean_grad_per_pixel = static_cast<P>(grad_sum / static_cast<double>(g.pixels));
+      mean_grad_per_pixel = static_cast<P>(grad_stats[0] / static_cast<double>(g.pixels));
     }
   }
   __syncthreads();
-  if (MeanGradPass && prog.contrast_at < 0) {
-    if (threadIdx.x == 0) mean_grad_partials[blockIdx.x] = 0;
+  double sums[kStats] = {0};
+  if (MeanGradPass && prog.reduce_at < 0) {
+    if (threadIdx.x < kStats) mean_grad_partials[blockIdx.x * kStats + threadIdx.x] = 0;
     return;
   }
   const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
   const int64_t image_base = image * C * g.pixels;
-  double sum = 0;
   if (p0 < g.pixels) {
     P x[V][3], gx[V][3];
     load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
@@ -252,17 +285,17 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int c = 0; c < C; ++c) gx[j][c] *= scale.inv_std[c];
       P mean_grad = 0;
-      backprop_pixel<C, T>(prog, x[j], mean, MeanGradPass ? prog.contrast_at : 0,
+      backprop_pixel<C, T>(prog, x[j], reduced, MeanGradPass ? prog.reduce_at : 0,
                            mean_grad_per_pixel, gx[j], &mean_grad);
       if (p0 + j < g.pixels) thread_sum += mean_grad;
     }
-    sum = thread_sum;
+    sums[0] = thread_sum;
     if constexpr (!MeanGradPass) {
       store_pixels<C, T, T, P, V, Vectorized, Interleaved>(grad_in, g, image_base, p0, gx,
                                                           Output<P>{});
     }
   }
-  if constexpr (MeanGradPass) block_sum(sum, &mean_grad_partials[blockIdx.x]);
+  if constexpr (MeanGradPass) block_stats(kContrast, sums, mean_grad_partials + blockIdx.x * kStats);
 }
 
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
@@ -324,14 +357,16 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
                             aligned(dst, sizeof(out_t) * V);
     const int64_t blocks = block_count(cg, g, "gpuaug::photometric");
     at::Tensor partials;
-    if (program.has_contrast) partials = at::empty({blocks}, in.options().dtype(at::kDouble));
+    if (program.reduction) {
+      partials = at::empty({blocks, kStats}, in.options().dtype(at::kDouble));
+    }
     with_layout(cg, vectorized, [&](auto channels, auto vector, auto interleaved) {
       constexpr int C = decltype(channels)::value;
       constexpr bool kVectorized = decltype(vector)::value;
       constexpr bool kInterleaved = decltype(interleaved)::value;
       double* sums = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
       if (sums != nullptr) {
-        contrast_sums<C, T, P, kVectorized, kInterleaved>
+        reduce_stats<C, T, P, kVectorized, kInterleaved>
             <<<blocks, kThreads, 0, stream>>>(src, g, program, rows, sums);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       }
@@ -366,15 +401,17 @@ void photometric_backward(const at::Tensor& grad_image, const at::Tensor& grad,
                             aligned(grad_src, sizeof(T) * V) && aligned(dst, sizeof(T) * V);
     const int64_t blocks = block_count(cg, g, "gpuaug::_photometric_backward");
     at::Tensor partials;  // the means', then their gradients'
-    if (program.has_contrast) partials = at::empty({2, blocks}, in.options().dtype(at::kDouble));
+    if (program.reduction) {  // contrast: autocontrast has no gradient
+      partials = at::empty({2, blocks, kStats}, in.options().dtype(at::kDouble));
+    }
     with_layout(cg, vectorized, [&](auto channels, auto vector, auto interleaved) {
       constexpr int C = decltype(channels)::value;
       constexpr bool kVectorized = decltype(vector)::value;
       constexpr bool kInterleaved = decltype(interleaved)::value;
       double* means = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
-      double* mean_grads = partials.defined() ? means + blocks : nullptr;
+      double* mean_grads = partials.defined() ? means + blocks * kStats : nullptr;
       if (means != nullptr) {
-        contrast_sums<C, T, P, kVectorized, kInterleaved>
+        reduce_stats<C, T, P, kVectorized, kInterleaved>
             <<<blocks, kThreads, 0, stream>>>(src, g, program, rows, means);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         backward<C, T, P, true, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(

@@ -7,6 +7,7 @@
 
 #include "gpuaug/ops.h"
 #include "ops/checks.h"
+#include "kernels/photometric.h"
 #include "ops/photometric.h"
 
 namespace gpuaug {
@@ -85,6 +86,11 @@ at::Tensor photometric_autograd(const at::Tensor& image, c10::IntArrayRef stages
   if (!grad_mode || !image.requires_grad()) {  // plain augmentation: no autograd node
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return gpuaug::photometric(image, stages, factors, order, apply, dtype, mean, stddev);
+  }
+  for (const int64_t stage : stages) {
+    TORCH_CHECK(stage != photo::kAutocontrast, kOp,
+                ": autocontrast has no gradient (torchvision's cannot be differentiated either), but "
+                "'image' requires grad: detach it, or compute it under torch.no_grad()");
   }
   const auto out_dtype = dtype.value_or(image.scalar_type());
   TORCH_CHECK(at::isFloatingType(out_dtype), kOp, ": a ", out_dtype,

@@ -6,7 +6,8 @@ an order per sample and an apply mask per sample and stage. ``sample_params(imag
 on the image's device (no host synchronisation, so a transform runs inside a CUDA graph) and
 ``forward(image, params)`` replays them. :class:`Compose` concatenates the programs of several
 transforms into one call of the op: one element-wise pass over the batch, plus one reduction pass
-when the program has a contrast stage.
+when the program has a reduction stage (contrast or autocontrast); a Compose with several of those
+makes one call per reduction stage.
 """
 
 import numbers
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 
 __all__ = ["Stage", "photometric", "ColorJitter", "RandomGrayscale", "RandomSolarize",
-           "RandomPosterize", "RandomInvert", "RandomChannelPermutation",
+           "RandomPosterize", "RandomInvert", "RandomAutocontrast", "RandomChannelPermutation",
            "RandomPhotometricDistort", "Compose"]
 
 
@@ -31,6 +32,10 @@ class Stage:
     POSTERIZE = 7
     INVERT = 8
     PERMUTE_CHANNELS = 9
+    AUTOCONTRAST = 10
+
+
+_REDUCTIONS = (Stage.CONTRAST, Stage.AUTOCONTRAST)
 
 
 def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *,
@@ -254,6 +259,14 @@ class RandomInvert(_RandomApply):
         super().__init__(Stage.INVERT, 0.0, p, generator)
 
 
+class RandomAutocontrast(_RandomApply):
+    """torchvision.transforms.v2.RandomAutocontrast, per sample: each image's (each frame's)
+    channels stretched from their own minimum and maximum to the full range."""
+
+    def __init__(self, p: float = 0.5, *, generator: Optional[torch.Generator] = None) -> None:
+        super().__init__(Stage.AUTOCONTRAST, 0.0, p, generator)
+
+
 class RandomChannelPermutation(_Photometric):
     """torchvision.transforms.v2.RandomChannelPermutation, a permutation per sample."""
 
@@ -308,13 +321,19 @@ class RandomPhotometricDistort(_Photometric):
 
 class Compose(_Photometric):
     """Several of these transforms as one call of the op: their programs one after the other,
-    then ``dtype`` (``to_dtype(scale=True)``) and ``mean``/``std`` (Normalize). At most one
-    contrast stage in all (ColorJitter and RandomPhotometricDistort have one each)."""
+    then ``dtype`` (``to_dtype(scale=True)``) and ``mean``/``std`` (Normalize). A reduction stage
+    (contrast, autocontrast) needs the image as the stages before it leave it, so consecutive
+    transforms share a call while it holds at most one (ColorJitter and RandomPhotometricDistort
+    have a contrast stage each): ColorJitter then RandomAutocontrast is two calls."""
+
+    bounds: List[int]
 
     def __init__(self, transforms: Sequence[_Photometric], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
         stages: List[int] = []
+        bounds = [0]  # the first slot of each call, then the slot count
+        reductions = 0
         for t in transforms:
             if not isinstance(t, _Photometric) or isinstance(t, Compose):
                 raise TypeError("gpuaug.transforms.Compose: expected gpuaug.transforms' "
@@ -322,12 +341,16 @@ class Compose(_Photometric):
             if t.dtype is not None or t.mean is not None:
                 raise ValueError("gpuaug.transforms.Compose: the output conversion is the "
                                  "Compose's own: pass 'dtype', 'mean' and 'std' to it")
+            own = sum(1 for s in t.stages if s in _REDUCTIONS)
+            if reductions + own > 1 and stages:
+                bounds.append(len(stages))
+                reductions = 0
+            reductions += own
             stages += t.stages
-        if stages.count(Stage.CONTRAST) > 1:
-            raise ValueError("gpuaug.transforms.Compose: at most one contrast stage (one "
-                             "reduction pass), got " + str(stages.count(Stage.CONTRAST)))
+        bounds.append(len(stages))
         super().__init__(stages, None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
+        self.bounds = bounds
         # each slot's offset: a transform's order indexes its own slots
         offsets: List[int] = []
         for t in transforms:
@@ -346,3 +369,23 @@ class Compose(_Photometric):
             applies.append(p["apply"])
         return _params(torch.cat(factors, 1), torch.cat(orders, 1) + self.offsets,
                        torch.cat(applies, 1))
+
+    def forward(self, image: torch.Tensor,
+                params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
+        if params is None:
+            params = self.sample_params(image)
+        calls = len(self.bounds) - 1
+        if calls == 1:  # the common case: no slicing
+            return torch.ops.gpuaug.photometric(
+                image, self.stages, params["factors"], order=params["order"],
+                apply=params["apply"], dtype=self.dtype, mean=self.mean, std=self.std)
+        out = image
+        for i in range(calls):
+            first, end = self.bounds[i], self.bounds[i + 1]
+            last = i == calls - 1
+            out = torch.ops.gpuaug.photometric(
+                out, self.stages[first:end], params["factors"][:, first:end],
+                order=params["order"][:, first:end] - first, apply=params["apply"][:, first:end],
+                dtype=self.dtype if last else None, mean=self.mean if last else None,
+                std=self.std if last else None)
+        return out

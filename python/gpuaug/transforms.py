@@ -6,12 +6,13 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import nn
 
-from .photo import (ColorJitter, Compose, RandomChannelPermutation, RandomGrayscale,
-                          RandomInvert, RandomPhotometricDistort, RandomPosterize, RandomSolarize)
+from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
+                    RandomGrayscale, RandomInvert, RandomPhotometricDistort, RandomPosterize,
+                    RandomSolarize)
 
-__all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomChannelPermutation",
-           "RandomGrayscale", "RandomInvert", "RandomPhotometricDistort", "RandomPosterize",
-           "RandomSolarize"]
+__all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomAutocontrast",
+           "RandomChannelPermutation", "RandomGrayscale", "RandomInvert",
+           "RandomPhotometricDistort", "RandomPosterize", "RandomSolarize"]
 
 Range = Tuple[float, float]
 

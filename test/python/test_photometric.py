@@ -41,6 +41,8 @@ def torchvision_program(image, stages, factors, order, apply):
             out = F.posterize(out, int(v))
         elif kind == Stage.INVERT:
             out = F.invert(out)
+        elif kind == Stage.AUTOCONTRAST:
+            out = F.autocontrast(out)
         elif kind == Stage.PERMUTE_CHANNELS:
             code = int(v)
             out = F.permute_channels(out, [code % 3, code // 3 % 3, code // 9][:out.shape[-3]])
@@ -76,11 +78,12 @@ def every_transform(dtype):
         "Compose": T.Compose([
             T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomSolarize(solarize_threshold(dtype)),
             T.RandomPosterize(5), T.RandomInvert(), T.RandomGrayscale(0.3),
-            T.RandomChannelPermutation()]),
+            T.RandomAutocontrast(0.7), T.RandomChannelPermutation()]),
         "RandomGrayscale": T.RandomGrayscale(0.5),
         "RandomSolarize": T.RandomSolarize(solarize_threshold(dtype)),
         "RandomPosterize": T.RandomPosterize(3),
         "RandomInvert": T.RandomInvert(),
+        "RandomAutocontrast": T.RandomAutocontrast(),
         "RandomChannelPermutation": T.RandomChannelPermutation(),
     }
 
@@ -140,6 +143,10 @@ def formula(stage, x, v):
         return (x * levels).floor().clamp(0, levels - 1) / levels
     if stage == Stage.INVERT:
         return 1 - x
+    if stage == Stage.AUTOCONTRAST:
+        low = x.amin(dim=(1, 2), keepdim=True)
+        high = x.amax(dim=(1, 2), keepdim=True)
+        return ((x - low) / (high - low)).clamp(0, 1)
     code = int(v)
     return x[[code % 3, code // 3 % 3, code // 9]]
 
@@ -148,7 +155,7 @@ def formula(stage, x, v):
 @pytest.mark.parametrize("stage, low, high", [
     (Stage.BRIGHTNESS, 0.2, 1.8), (Stage.CONTRAST, 0.2, 1.8), (Stage.SATURATION, 0.0, 2.0),
     (Stage.GRAYSCALE, 0, 0), (Stage.SOLARIZE, 0.1, 0.9), (Stage.POSTERIZE, 1, 8),
-    (Stage.INVERT, 0, 0), (Stage.PERMUTE_CHANNELS, 0, 0)])
+    (Stage.INVERT, 0, 0), (Stage.PERMUTE_CHANNELS, 0, 0), (Stage.AUTOCONTRAST, 0, 0)])
 def test_stage_formulas_float64(stage, low, high, device):
     """Each stage with its own factor per sample against its definition in float64."""
     image = make_image([6, 3, 11, 7], torch.float64, device, seed=int(stage))
@@ -479,6 +486,8 @@ def test_grad_errors():
     (grad,) = torch.autograd.grad(out.sum(), image, create_graph=True)
     with pytest.raises(RuntimeError, match="double backward is not supported"):
         grad.sum().backward()
+    with pytest.raises(RuntimeError, match="autocontrast has no gradient"):
+        gpuaug.photometric(image, [Stage.AUTOCONTRAST], torch.zeros(1))
     with torch.no_grad():  # no graph: uint8 outputs and factors requiring grad are fine
         gpuaug.photometric(image, [Stage.BRIGHTNESS], torch.ones(1, requires_grad=True),
                            dtype=torch.uint8)
@@ -498,10 +507,10 @@ def meta_image():
      "expected 'image' with 1 or 3 channels .*but got 2"),
     (lambda i, d: gpuaug.photometric(i, [], torch.ones(0, device=d)),
      "expected 1 to 16 'stages', but got 0"),
-    (lambda i, d: gpuaug.photometric(i, [10], torch.ones(1, device=d)),
-     "expected 'stages' of codes 1 to 9 .*but got 10 at index 0"),
+    (lambda i, d: gpuaug.photometric(i, [11], torch.ones(1, device=d)),
+     "expected 'stages' of codes 1 to 10 .*but got 11 at index 0"),
     (lambda i, d: gpuaug.photometric(i, [2, 2], torch.ones(2, device=d)),
-     "expected at most one contrast stage per call, but got 2"),
+     r"expected at most one reduction stage \(contrast or autocontrast\) per call, but got 2"),
     (lambda i, d: gpuaug.photometric(i, [1], torch.ones(2, device=d)),
      r"expected 'factors' of shape \[1\] or \[2, 1\] .*but got \[2\]"),
     (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, dtype=torch.int64, device=d)),

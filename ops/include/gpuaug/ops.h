@@ -47,14 +47,15 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
                            std::optional<c10::ArrayRef<double>> stddev = std::nullopt);
 
 // torchvision's photometric adjustments (transforms.v2.functional), per sample, in one pass over
-// the image (two with a contrast stage, whose grayscale mean is a reduction). `stages` names the
-// slots' kinds (photometric::Kind in kernels/photometric.h: brightness 1, contrast 2, saturation
-// 3, hue 4, grayscale 5, solarize 6, posterize 7, invert 8, permute_channels 9; at most one
-// contrast); factors ([K] or [N, K], K = stages.size()) their parameters; order ([K] or [N, K]
+// the image (two with a reduction stage: contrast's grayscale mean, autocontrast's channel
+// minima and maxima). `stages` names the slots' kinds (photo::Kind in kernels/photometric.h:
+// brightness 1, contrast 2, saturation 3, hue 4, grayscale 5, solarize 6, posterize 7, invert 8,
+// permute_channels 9, autocontrast 10; at most one reduction stage); factors ([K] or [N, K], K = stages.size()) their parameters; order ([K] or [N, K]
 // int64 permutations of 0..K-1) the order each sample runs its slots in; apply ([K] or [N, K]
 // bool) which of them it runs. The image is [C, H, W], [N, C, H, W] or [N, T, C, H, W] with C 1 or
 // 3, uint8 or floating; `dtype` converts the output as to_dtype(scale=True), then mean / std
-// normalise it. Differentiable in a floating image with a floating output (not in the factors).
+// normalise it. Differentiable in a floating image with a floating output (not in the factors,
+// nor through autocontrast).
 at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const at::Tensor& factors,
                        const std::optional<at::Tensor>& order = std::nullopt,
                        const std::optional<at::Tensor>& apply = std::nullopt,
