@@ -1,0 +1,104 @@
+// gpuaug::photometric from C++: the registered schemas, values against each stage's definition in
+// float64 (per sample factors, order and apply), the image's gradient through autograd, errors
+// naming the op and the argument, and the CUDA kernels against the CPU's.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <gpuaug/ops.h>
+
+#include <vector>
+
+#include "gpuaug_testing.h"
+
+namespace {
+
+using gpuaug::testing::error_of;
+using gpuaug::testing::nearly_equal;
+using ::testing::HasSubstr;
+
+constexpr int64_t kBrightness = 1, kInvert = 8, kAutocontrast = 10;
+
+TEST(Photometric, SchemasAreRegistered) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  const auto forward = dispatcher.findSchema({"gpuaug::photometric", ""});
+  ASSERT_TRUE(forward.has_value());
+  EXPECT_EQ(c10::toString(forward->schema()),
+            "gpuaug::photometric(Tensor image, int[] stages, Tensor factors, *, Tensor? order=None, "
+            "Tensor? apply=None, ScalarType? dtype=None, float[]? mean=None, float[]? std=None) -> "
+            "Tensor");
+  const auto backward = dispatcher.findSchema({"gpuaug::_photometric_backward", ""});
+  ASSERT_TRUE(backward.has_value());
+  EXPECT_TRUE(forward->hasKernelForDispatchKey(c10::DispatchKey::CPU));
+  EXPECT_TRUE(forward->hasKernelForDispatchKey(c10::DispatchKey::Meta));
+  EXPECT_TRUE(backward->hasKernelForDispatchKey(c10::DispatchKey::CPU));
+}
+
+// Sample 0 runs brightness then invert; sample 1 invert then brightness; sample 2 only invert.
+struct Program {
+  at::Tensor factors = torch::tensor({1.3, 0.0, 0.7, 0.0, 1.5, 0.0}, torch::kDouble).view({3, 2});
+  at::Tensor order = torch::tensor({0, 1, 1, 0, 0, 1}, torch::kLong).view({3, 2});
+  at::Tensor apply = torch::tensor({true, true, true, true, false, true}).view({3, 2});
+};
+
+at::Tensor expected(const at::Tensor& x, const Program& p) {
+  const at::Tensor b = p.factors.select(1, 0).view({3, 1, 1, 1});
+  const at::Tensor first = (1 - (x * b).clamp(0, 1)).narrow(0, 0, 1);
+  const at::Tensor second = ((1 - x) * b).clamp(0, 1).narrow(0, 1, 1);
+  const at::Tensor third = (1 - x).narrow(0, 2, 1);
+  return torch::cat({first, second, third});
+}
+
+at::Tensor run(const at::Tensor& x, const Program& p) {
+  return gpuaug::photometric(x, {kBrightness, kInvert}, p.factors.to(x.device()),
+                             p.order.to(x.device()), p.apply.to(x.device()));
+}
+
+TEST(Photometric, PerSampleProgramsMatchTheirDefinitions) {
+  torch::manual_seed(1);
+  const at::Tensor x = torch::rand({3, 3, 5, 7}, torch::kDouble);
+  EXPECT_TRUE(nearly_equal(run(x, Program{}), expected(x, Program{}), 0, 1e-12));
+}
+
+TEST(Photometric, AutocontrastStretchesEachChannel) {
+  torch::manual_seed(2);
+  const at::Tensor x = torch::rand({2, 3, 6, 4}, torch::kDouble);
+  const at::Tensor low = x.amin({2, 3}, true), high = x.amax({2, 3}, true);
+  const at::Tensor out = gpuaug::photometric(x, {kAutocontrast}, torch::zeros({1}, torch::kDouble));
+  EXPECT_TRUE(nearly_equal(out, ((x - low) / (high - low)).clamp(0, 1), 0, 1e-12));
+}
+
+TEST(Photometric, ImageGradientThroughAutograd) {
+  torch::manual_seed(3);
+  const at::Tensor x = torch::rand({3, 3, 5, 7}, torch::kDouble).requires_grad_();
+  run(x, Program{}).sum().backward();
+  // d/dx of 1 - clamp(b x) is -b inside the clamp; of clamp(b (1 - x)) too; of 1 - x, -1
+  const Program p;
+  const at::Tensor b = p.factors.select(1, 0).view({3, 1, 1, 1});
+  const at::Tensor inside0 = (x.detach() * b).le(1).narrow(0, 0, 1);
+  const at::Tensor inside1 = ((1 - x.detach()) * b).le(1).narrow(0, 1, 1);
+  const at::Tensor want = torch::cat({-b.narrow(0, 0, 1) * inside0, -b.narrow(0, 1, 1) * inside1,
+                                      -torch::ones({1, 3, 5, 7}, torch::kDouble)});
+  EXPECT_TRUE(nearly_equal(x.grad(), want.expand_as(x), 0, 1e-12));
+}
+
+TEST(Photometric, BadInputsRaiseErrorsNamingTheOp) {
+  const at::Tensor image = torch::rand({2, 3, 4, 4});
+  EXPECT_THAT(error_of([&] { gpuaug::photometric(image.narrow(1, 0, 2), {1}, torch::ones({1})); }),
+              HasSubstr("gpuaug::photometric: expected 'image' with 1 or 3 channels"));
+  EXPECT_THAT(error_of([&] { gpuaug::photometric(image, {1}, torch::ones({3})); }),
+              HasSubstr("gpuaug::photometric: expected 'factors' of shape [1] or [2, 1]"));
+  EXPECT_THAT(error_of([&] { gpuaug::photometric(image, {2, 10}, torch::ones({2})); }),
+              HasSubstr("gpuaug::photometric: expected at most one reduction stage"));
+}
+
+TEST(Photometric, CudaMatchesCpu) {
+  GPUAUG_SKIP_UNLESS_DEVICE(at::kCUDA);
+  torch::manual_seed(4);
+  const at::Tensor x = torch::rand({3, 3, 17, 23}).contiguous(at::MemoryFormat::ChannelsLast);
+  const Program p;
+  EXPECT_TRUE(nearly_equal(run(x.cuda(), p).cpu(), run(x, p), 0, 1e-6));
+}
+
+}  // namespace
