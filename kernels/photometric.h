@@ -28,8 +28,9 @@ enum Kind : uint8_t {
   kInvert = 8,           // factor unused
   kPermuteChannels = 9,  // factor: p0 + 3 p1 + 9 p2, output channel c = input channel p_c
   kAutocontrast = 10,    // factor unused; per image and channel, min..max stretched to the range
+  kEqualize = 11,        // factor unused; per image and channel, through its histogram's table
 };
-constexpr int kKinds = 10;
+constexpr int kKinds = 11;
 
 // Slots per call: ColorJitter's four, RandomPhotometricDistort's five, a Compose's more.
 constexpr int kMaxStages = 16;
@@ -38,13 +39,16 @@ constexpr int kMaxStages = 16;
 struct Program {
   int count;
   uint8_t kinds[kMaxStages];
-  int reduction;  // the kind of its one reduction stage (contrast, autocontrast), or 0: then a
-                 // reduction pass runs first
+  int reduction;  // the kind of its one reduction stage (contrast, autocontrast, equalize), or
+                 // 0: then a reduction pass (a histogram pass for equalize) runs first
 };
 
 // A reduction pass's partial statistics per block: contrast's sum of grays, or autocontrast's
 // three channel minima then three maxima.
 constexpr int kStats = 6;
+
+// Equalize's histograms and tables: kBins per channel, of the image's uint8 values at that step.
+constexpr int kBins = 256;
 
 // What a reduction stage needs of its image, as the element-wise pass reads it.
 template <typename P>
@@ -52,6 +56,8 @@ struct Reduced {
   P mean;          // contrast: the grayscale mean
   P low[3];        // autocontrast: each channel's minimum (0 where the channel is flat)
   P inv_scale[3];  // autocontrast: (maximum - minimum) / the range's bound (1 where flat)
+  const uint8_t* table;  // equalize: per channel, kBins values (the identity where torchvision
+                         // leaves the channel as it is)
 };
 
 template <typename P>

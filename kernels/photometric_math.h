@@ -76,6 +76,15 @@ C10_HOST_DEVICE inline P stored(P v) {
   return rounded<T>(v);
 }
 
+// to_dtype(uint8, scale=True) of a floating value: times 255.999 in the image's dtype, truncated.
+// Saturates (NaN to 0) where torch's cast is undefined: bfloat16's product rounds up to 256 near
+// 1, which torchvision's CPU cast wraps to 0.
+template <typename T, typename P>
+C10_HOST_DEVICE inline P scaled_to_u8(P v) {
+  const P scaled = std::trunc(rounded<T>(v * P(255.999)));
+  return scaled >= P(0) ? (scaled < P(255) ? scaled : P(255)) : P(0);
+}
+
 // 0.2989 r + 0.587 g + 0.114 b, as torch's mul then two add(alpha=)s (each a fused multiply-add).
 template <typename T, typename P>
 C10_HOST_DEVICE inline P gray(const P (&x)[3]) {
@@ -103,7 +112,8 @@ C10_HOST_DEVICE inline P mod1(P x) {
 }
 
 // adjust_hue of one RGB pixel through HSV, on [0, 1] values: torchvision's _rgb_to_hsv and
-// _hsv_to_rgb, dividing only for the two of rc, gc, bc the pixel's hue uses.
+// _hsv_to_rgb. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by selects:
+// pixels of a warp differ in their largest channel, and a branch per case would run all three.
 template <typename P>
 C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   const P maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
@@ -112,14 +122,12 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   const P range = maxc - minc;
   const P s = range / (flat ? P(1) : maxc);
   const P divisor = flat ? P(1) : range;
-  P h;
-  if (maxc == r) {
-    h = (maxc - b) / divisor - (maxc - g) / divisor;
-  } else if (maxc == g) {
-    h = ((maxc - r) / divisor + P(2)) - (maxc - b) / divisor;
-  } else {
-    h = ((maxc - g) / divisor + P(4)) - (maxc - r) / divisor;
-  }
+  // red largest: bc - gc; green: (2 + rc) - bc; blue: (4 + gc) - rc (x + 0 is x: exact)
+  const bool red = maxc == r, green = !red && maxc == g;
+  const P first = red ? b : (green ? r : g);
+  const P second = red ? g : (green ? b : r);
+  const P offset = red ? P(0) : (green ? P(2) : P(4));
+  P h = ((maxc - first) / divisor + offset) - (maxc - second) / divisor;
   h = mod1(h * P(1.0 / 6.0) + P(1));
   h = mod1(h + hue);
   const P v = maxc;
@@ -140,6 +148,34 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
     case 3: r = p, g = q, b = v; break;
     case 4: r = t, g = p, b = v; break;
     default: r = v, g = p, b = q; break;
+  }
+}
+
+// The histogram bin of a value at the equalize step: the uint8 value torchvision equalizes.
+template <typename T, typename P>
+C10_HOST_DEVICE inline int equalize_bin(P v) {
+  if constexpr (kIsU8<T>) return small_int(v);
+  return small_int(scaled_to_u8<T>(v));
+}
+
+// One channel's table from its histogram, as torchvision's equalize (PIL's scheme): the
+// cumulative histogram before each value, plus half a step, over the step (the pixels that are
+// not of the largest value present, / 255); the identity where the step is 0.
+C10_HOST_DEVICE inline void equalize_table(const int64_t* histogram, uint8_t* table) {
+  int largest = kBins - 1;
+  while (largest > 0 && histogram[largest] == 0) --largest;
+  int64_t pixels = 0;
+  for (int k = 0; k < kBins; ++k) pixels += histogram[k];
+  const int64_t step = (pixels - histogram[largest]) / 255;
+  int64_t before = 0;
+  for (int k = 0; k < kBins; ++k) {
+    if (step == 0) {
+      table[k] = static_cast<uint8_t>(k);
+      continue;
+    }
+    const int64_t v = (before + step / 2) / step;
+    table[k] = static_cast<uint8_t>(v < 255 ? v : 255);
+    before += histogram[k];
   }
 }
 
@@ -276,6 +312,20 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
           x[j][c] = stored<T>(clamp(stretched, P(0), kBound));
         }
       break;
+    case kEqualize:
+      // through uint8 (floating images: to_dtype and back, scaled) and the channel's table
+      GPUAUG_PHOTO_UNROLL
+      for (int j = 0; j < V; ++j)
+        GPUAUG_PHOTO_UNROLL
+        for (int c = 0; c < C; ++c) {
+          const int equalized = r.table[c * kBins + equalize_bin<T>(x[j][c])];
+          if constexpr (kIsU8<T>) {
+            x[j][c] = from_small_int<P>(equalized);
+          } else {
+            x[j][c] = rounded<T>(static_cast<P>(equalized) * P(1.0 / 255.0));
+          }
+        }
+      break;
     default:
       break;
   }
@@ -296,6 +346,9 @@ C10_HOST_DEVICE inline P contrast_gray(const P (&x)[3]) {
   if constexpr (kIsU8<T>) l = trunc_small(l);
   return l;
 }
+
+// The statistics a reduction of `kind` keeps: contrast's one sum, autocontrast's six extremes.
+C10_HOST_DEVICE inline int stat_count(int kind) { return kind == kAutocontrast ? kStats : 1; }
 
 // A reduction's statistics before any pixel: sums start at 0, minima at +inf, maxima at -inf.
 C10_HOST_DEVICE inline double initial_stat(int kind, int i) {
@@ -360,9 +413,7 @@ C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
   } else if constexpr (kIsU8<T>) {
     v = v * P(1.0 / 255.0);
   } else if constexpr (kIsU8<out_t>) {
-    // times 255.999 and truncated; NaN and values outside [0, 1] saturate
-    const P scaled = std::trunc(v * P(255.999));
-    return static_cast<out_t>(scaled >= P(0) ? (scaled < P(255) ? scaled : P(255)) : P(0));
+    return static_cast<out_t>(scaled_to_u8<T>(v));
   }
   if constexpr (!kIsU8<out_t>) {
     if (o.normalize) v = (v - o.mean[c]) * o.inv_std[c];  // within an ulp of torch's division
@@ -391,7 +442,7 @@ C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const P* 
     } else if (s.kind == kPosterize) {
       s.b = P(int64_t{1} << (static_cast<int>(s.a) & 15));
     }
-    if (prog.reduce_at < 0 && (s.kind == kContrast || s.kind == kAutocontrast)) {
+    if (prog.reduce_at < 0 && (s.kind == kContrast || s.kind == kAutocontrast || s.kind == kEqualize)) {
       prog.reduce_at = prog.count;
     }
     prog.steps[prog.count++] = s;

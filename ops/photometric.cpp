@@ -62,7 +62,8 @@ using namespace photo;
 constexpr const char* kOp = "gpuaug::photometric";
 constexpr const char* kKindNames[] = {"",         "brightness", "contrast", "saturation",
                                       "hue",      "grayscale",  "solarize", "posterize",
-                                      "invert",   "permute_channels", "autocontrast"};
+                                      "invert",   "permute_channels", "autocontrast",
+                                      "equalize"};
 
 bool is_image_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16 ||
@@ -98,14 +99,15 @@ Program make_program(c10::IntArrayRef stages) {
                 std::to_string(kKinds), " (gpuaug.Stage), but got ",
                 std::to_string(stages[i]), " at index ", std::to_string(i));
     program.kinds[i] = static_cast<uint8_t>(stages[i]);
-    if (stages[i] == kContrast || stages[i] == kAutocontrast) {
+    if (stages[i] == kContrast || stages[i] == kAutocontrast || stages[i] == kEqualize) {
       ++reductions;
       program.reduction = static_cast<int>(stages[i]);
     }
   }
   // One reduction pass: the statistics of one stage (a later one's would need this one's).
   TORCH_CHECK(reductions <= 1, kOp,
-              ": expected at most one reduction stage (contrast or autocontrast) per call, but "
+              ": expected at most one reduction stage (contrast, autocontrast or equalize) per "
+              "call, but "
               "got ", std::to_string(reductions));
   return program;
 }
@@ -251,8 +253,10 @@ at::Tensor photometric_backward_meta(const at::Tensor& grad, const at::Tensor& i
                                                  std::nullopt, std::nullopt, std::nullopt);
   TORCH_CHECK(at::isFloatingType(image.scalar_type()), kBackward,
               ": gradients need a floating 'image', but got ", image.scalar_type());
-  TORCH_CHECK(make_program(stages).reduction != kAutocontrast, kBackward,
-              ": autocontrast has no gradient (torchvision's cannot be differentiated either)");
+  const int reduction = make_program(stages).reduction;
+  TORCH_CHECK(reduction != kAutocontrast && reduction != kEqualize, kBackward, ": ",
+              kKindNames[reduction],
+              " has no gradient (torchvision's cannot be differentiated either)");
   TORCH_CHECK(!stddev || image.sym_size(image.dim() - 3) == static_cast<int64_t>(stddev->size()),
               kBackward, ": expected 'std' of length ", size_str(image.sym_size(image.dim() - 3)),
               " (one value per channel), but got ", std::to_string(stddev ? stddev->size() : 0));

@@ -1,7 +1,8 @@
 // gpuaug::photometric's CPU loops. Forward: a reduction pass for the statistics of the program's
-// reduction stage (contrast's grayscale mean, autocontrast's channel minima and maxima), then one
-// pass that runs each pixel through its sample's program. Backward: with contrast, the mean again and a reduction pass for its gradient (each
-// pixel's gradient back to the contrast step); then one pass back through every step.
+// reduction stage (contrast's grayscale mean, autocontrast's channel minima and maxima,
+// equalize's histograms), then one pass that runs each pixel through its sample's program.
+// Backward: with contrast, the mean again and a reduction pass for its gradient (each pixel's
+// gradient back to the contrast step); then one pass back through every step.
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -94,21 +95,55 @@ void load_pixel(const T* in, int64_t at, const Walk& w, P (&x)[3]) {
   for (int c = 0; c < C; ++c) x[c] = load<P>(in[at + c * w.channel_step]);
 }
 
-// Each image's statistics at its sample's reduction step (none where it has none).
+// Each image's equalize tables (3 x kBins), from its channels' histograms at its sample's
+// equalize step. An image's pixels are counted in one task: integer counts, any order.
+template <int C, typename T, typename P>
+std::vector<uint8_t> equalize_tables(const T* in, const Walk& w,
+                                     const std::vector<SampleProgram<P>>& progs) {
+  std::vector<uint8_t> tables(w.images() * 3 * kBins);
+  const Reduced<P> none{};  // the steps before the equalize step read no statistics
+  at::parallel_for(0, w.images(), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t image = begin; image < end; ++image) {
+      const SampleProgram<P>& prog = progs[image / w.g.frames];
+      if (prog.reduce_at < 0) continue;
+      int64_t histogram[3][kBins] = {};
+      for (int64_t px = 0; px < w.g.pixels; ++px) {
+        P x[1][3];
+        load_pixel<C>(in, image * C * w.g.pixels + px * w.pixel_step, w, x[0]);
+        run_steps<C, T>(prog, 0, prog.reduce_at, x, none);
+        for (int c = 0; c < C; ++c) ++histogram[c][equalize_bin<T>(x[0][c])];
+      }
+      for (int c = 0; c < C; ++c) equalize_table(histogram[c], &tables[(image * 3 + c) * kBins]);
+    }
+  });
+  return tables;
+}
+
+// Each image's statistics at its sample's reduction step (none where it has none); equalize's
+// tables live in `tables`.
 template <int C, typename T, typename P>
 std::vector<Reduced<P>> reductions(const T* in, const Walk& w, int kind,
-                                   const std::vector<SampleProgram<P>>& progs) {
+                                   const std::vector<SampleProgram<P>>& progs,
+                                   std::vector<uint8_t>& tables) {
+  std::vector<Reduced<P>> reduced(w.images());
+  if (kind == kEqualize) {
+    tables = equalize_tables<C, T>(in, w, progs);
+    for (int64_t image = 0; image < w.images(); ++image) {
+      reduced[image].table = &tables[image * 3 * kBins];
+    }
+    return reduced;
+  }
+  const Reduced<P> none{};
   const std::vector<Stats> stats = image_stats(
       w, kind, [&](int64_t image, int64_t first, int64_t last, double (&sums)[kStats]) {
         const SampleProgram<P>& prog = progs[image / w.g.frames];
         for (int64_t px = first; prog.reduce_at >= 0 && px < last; ++px) {
           P x[1][3];
           load_pixel<C>(in, image * C * w.g.pixels + px * w.pixel_step, w, x[0]);
-          run_steps<C, T>(prog, 0, prog.reduce_at, x, Reduced<P>{});
+          run_steps<C, T>(prog, 0, prog.reduce_at, x, none);
           add_pixel_stats<C, T>(kind, x[0], sums);
         }
       });
-  std::vector<Reduced<P>> reduced(w.images());
   for (int64_t image = 0; image < w.images(); ++image) {
     reduced[image] = finish_reduction<T, P>(kind, stats[image].v, w.g.pixels);
   }
@@ -151,8 +186,9 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     with_channels(walk, [&](auto channels) {
       constexpr int C = decltype(channels)::value;
       const T* src = in.const_data_ptr<T>();
+      std::vector<uint8_t> tables;
       const std::vector<Reduced<P>> reduced =
-          program.reduction ? reductions<C, T>(src, walk, program.reduction, progs)
+          program.reduction ? reductions<C, T>(src, walk, program.reduction, progs, tables)
                             : std::vector<Reduced<P>>{};
       transform<C, T>(src, out.mutable_data_ptr<out_t>(), walk, progs, reduced, o);
     });
@@ -218,9 +254,10 @@ void photometric_backward(const at::Tensor& grad_image, const at::Tensor& grad,
     with_channels(walk, [&](auto channels) {
       constexpr int C = decltype(channels)::value;
       const T* src = in.const_data_ptr<T>();
-      // the op refuses autocontrast: contrast is the one reduction here
+      // the op refuses autocontrast and equalize: contrast is the one reduction here
+      std::vector<uint8_t> no_tables;
       const std::vector<Reduced<P>> reduced =
-          program.reduction ? reductions<C, T>(src, walk, program.reduction, progs)
+          program.reduction ? reductions<C, T>(src, walk, program.reduction, progs, no_tables)
                             : std::vector<Reduced<P>>{};
       backward<C, T>(grad_out.const_data_ptr<T>(), src, grad_image.mutable_data_ptr<T>(), walk,
                      progs, reduced, photometric_grad_scale<P>(stddev));

@@ -1,6 +1,7 @@
 // gpuaug::photometric on the GPU: with a reduction stage, a reduction kernel writes per-block
 // partial statistics of each image at that step (contrast's sum of grays, autocontrast's channel
-// minima and maxima); then one kernel runs every pixel through its sample's program, each block
+// minima and maxima), or, for equalize, adds to each image's histograms, from which a small kernel
+// makes its tables; then one kernel runs every pixel through its sample's program, each block
 // combining its image's partials (in a fixed order: the same bits on every run). Each thread
 // takes V pixels (kVec): 16-byte loads per channel plane (or per run of interleaved pixels) where
 // the image is aligned, else per element (uint8: 4 pixels, see kVec).
@@ -12,9 +13,11 @@
 // except where torch itself fuses (its add with alpha, spelled std::fma in photometric_math.h).
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/color_transform.h"
@@ -31,9 +34,15 @@ using namespace gpuaug::photo;
 struct Geometry {
   int64_t pixels;            // per image (H * W)
   int64_t frames;            // images per sample
-  int64_t blocks_per_image;  // every kernel's
+  int64_t chunks;            // per image: kThreads * kVec pixels each
+  int64_t blocks_per_image;  // every kernel's; block b of an image takes chunks b, b + this, ...
   int64_t channel_step, pixel_step;
 };
+
+// Blocks in all, about: a block pays its prologue (decoding its sample's program, combining its
+// image's statistics) once for several chunks. A function of the sizes alone, so that statistics
+// combine in the same order on every GPU.
+constexpr int64_t kTargetBlocks = 2048;
 
 template <typename P>
 struct Rows {
@@ -113,6 +122,15 @@ __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int6
   }
 }
 
+// Calls f(p0) for each of the block's chunks of its image, p0 the thread's first pixel in it.
+template <int V, typename F>
+__device__ __forceinline__ void for_each_chunk(const Geometry& g, F&& f) {
+  for (int64_t chunk = blockIdx.x % g.blocks_per_image; chunk < g.chunks; chunk += g.blocks_per_image) {
+    const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
+    if (p0 < g.pixels) f(p0);
+  }
+}
+
 // Sample n's program into shared memory: K threads read its slots in parallel, thread 0 orders
 // them.
 template <typename P>
@@ -137,18 +155,23 @@ __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, con
 __device__ __forceinline__ void warp_image_stats(const double* partials, const Geometry& g,
                                                  int64_t image, int kind,
                                                  double (&stats)[kStats]) {
+  const int count = stat_count(kind);
 #pragma unroll
   for (int i = 0; i < kStats; ++i) stats[i] = initial_stat(kind, i);
   for (int64_t b = threadIdx.x % 32; b < g.blocks_per_image; b += 32) {
     const double* part = partials + (image * g.blocks_per_image + b) * kStats;
 #pragma unroll
-    for (int i = 0; i < kStats; ++i) stats[i] = combine_stat(kind, i, stats[i], part[i]);
+    for (int i = 0; i < kStats; ++i) {
+      if (i < count) stats[i] = combine_stat(kind, i, stats[i], part[i]);
+    }
   }
 #pragma unroll
   for (int d = 16; d > 0; d /= 2) {
 #pragma unroll
     for (int i = 0; i < kStats; ++i) {
-      stats[i] = combine_stat(kind, i, stats[i], __shfl_down_sync(0xFFFFFFFFu, stats[i], d));
+      if (i < count) {
+        stats[i] = combine_stat(kind, i, stats[i], __shfl_down_sync(0xFFFFFFFFu, stats[i], d));
+      }
     }
   }
 }
@@ -157,11 +180,14 @@ __device__ __forceinline__ void warp_image_stats(const double* partials, const G
 // thread of the block must call it.
 __device__ __forceinline__ void block_stats(int kind, double (&stats)[kStats], double* out) {
   __shared__ double warp_stats[kThreads / 32][kStats];
+  const int count = stat_count(kind);
 #pragma unroll
   for (int d = 16; d > 0; d /= 2) {
 #pragma unroll
     for (int i = 0; i < kStats; ++i) {
-      stats[i] = combine_stat(kind, i, stats[i], __shfl_down_sync(0xFFFFFFFFu, stats[i], d));
+      if (i < count) {
+        stats[i] = combine_stat(kind, i, stats[i], __shfl_down_sync(0xFFFFFFFFu, stats[i], d));
+      }
     }
   }
   if (threadIdx.x % 32 == 0) {
@@ -198,8 +224,8 @@ __global__ void __launch_bounds__(kThreads)
     reduce_stats(const T* in, Geometry g, Program program, Rows<P> rows, double* partials) {
   constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
+  __shared__ Reduced<P> prog_none;  // the steps before the reduction step read no statistics
   const int64_t image = blockIdx.x / g.blocks_per_image;
-  const int64_t chunk = blockIdx.x % g.blocks_per_image;
   const int kind = program.reduction;
   decode_block_program(prog, program, rows, image / g.frames);
   __syncthreads();
@@ -210,38 +236,81 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x < kStats) partials[blockIdx.x * kStats + threadIdx.x] = stats[threadIdx.x];
     return;
   }
-  const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
-  if (p0 < g.pixels) {
+  for_each_chunk<V>(g, [&](int64_t p0) {
     P x[V][3];
     load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image * C * g.pixels, p0, x);
-    run_steps<C, T>(prog, 0, prog.reduce_at, x, Reduced<P>{});
+    run_steps<C, T>(prog, 0, prog.reduce_at, x, prog_none);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       if (p0 + j < g.pixels) add_pixel_stats<C, T>(kind, x[j], stats);
     }
-  }
+  });
   block_stats(kind, stats, partials + blockIdx.x * kStats);
+}
+
+// Equalize's histograms ([images, 3, kBins], zeroed) of each image's uint8 values at its
+// sample's equalize step: per block in shared memory, then added to its image's. Integer counts:
+// the same in any order.
+template <int C, typename T, typename P, bool Vectorized, bool Interleaved>
+__global__ void __launch_bounds__(kThreads)
+    histograms(const T* in, Geometry g, Program program, Rows<P> rows, int64_t* counts) {
+  constexpr int V = kVec<T>;
+  __shared__ SampleProgram<P> prog;
+  __shared__ Reduced<P> prog_none;
+  __shared__ unsigned int block_counts[C * kBins];
+  const int64_t image = blockIdx.x / g.blocks_per_image;
+  decode_block_program(prog, program, rows, image / g.frames);
+  for (int i = threadIdx.x; i < C * kBins; i += kThreads) block_counts[i] = 0;
+  __syncthreads();
+  if (prog.reduce_at < 0) return;  // the sample does not equalize
+  for_each_chunk<V>(g, [&](int64_t p0) {
+    P x[V][3];
+    load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image * C * g.pixels, p0, x);
+    run_steps<C, T>(prog, 0, prog.reduce_at, x, prog_none);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        if (p0 + j < g.pixels) atomicAdd(&block_counts[c * kBins + equalize_bin<T>(x[j][c])], 1u);
+      }
+    }
+  });
+  __syncthreads();
+  auto* image_counts = reinterpret_cast<unsigned long long*>(counts + image * 3 * kBins);
+  for (int i = threadIdx.x; i < C * kBins; i += kThreads) {
+    if (block_counts[i] != 0) atomicAdd(image_counts + i, static_cast<unsigned long long>(block_counts[i]));
+  }
+}
+
+// Each image's and channel's equalize table from its histogram: a thread each.
+__global__ void equalize_tables(const int64_t* counts, uint8_t* tables, int64_t channels) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i < channels) equalize_table(counts + i * kBins, tables + i * kBins);
 }
 
 template <int C, typename T, typename out_t, typename P, bool Vectorized, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
     transform(const T* in, out_t* out, Geometry g, Program program, Rows<P> rows,
-              const double* partials, Output<P> o) {
+              const double* partials, const uint8_t* tables, Output<P> o) {
   constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> reduced;
+  __shared__ uint8_t table[3 * kBins];
   const int64_t image = blockIdx.x / g.blocks_per_image;
-  const int64_t chunk = blockIdx.x % g.blocks_per_image;
   decode_block_program(prog, program, rows, image / g.frames);
   load_reduced<T>(reduced, partials, g, image, program.reduction);
+  if (tables != nullptr) {
+    for (int i = threadIdx.x; i < 3 * kBins; i += kThreads) table[i] = tables[image * 3 * kBins + i];
+    if (threadIdx.x == 0) reduced.table = table;
+  }
   __syncthreads();
-  const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
-  if (p0 >= g.pixels) return;
   const int64_t image_base = image * C * g.pixels;
-  P x[V][3];
-  load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
-  run_steps<C, T>(prog, 0, prog.count, x, reduced);
-  store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(out, g, image_base, p0, x, o);
+  for_each_chunk<V>(g, [&](int64_t p0) {
+    P x[V][3];
+    load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
+    run_steps<C, T>(prog, 0, prog.count, x, reduced);
+    store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(out, g, image_base, p0, x, o);
+  });
 }
 
 // The gradient of each pixel: MeanGradPass sums, per block, the gradient of contrast's mean (each
@@ -256,7 +325,6 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ Reduced<P> reduced;
   __shared__ P mean_grad_per_pixel;
   const int64_t image = blockIdx.x / g.blocks_per_image;
-  const int64_t chunk = blockIdx.x % g.blocks_per_image;
   decode_block_program(prog, program, rows, image / g.frames);
   load_reduced<T>(reduced, mean_partials, g, image, kContrast);
   if (threadIdx.x < 32) {
@@ -274,27 +342,26 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x < kStats) mean_grad_partials[blockIdx.x * kStats + threadIdx.x] = 0;
     return;
   }
-  const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
   const int64_t image_base = image * C * g.pixels;
-  if (p0 < g.pixels) {
+  for_each_chunk<V>(g, [&](int64_t p0) {
     P x[V][3], gx[V][3];
+    P chunk_sum = 0;
     load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
     load_pixels<C, T, P, V, Vectorized, Interleaved>(grad, g, image_base, p0, gx);
-    P thread_sum = 0;
     for (int j = 0; j < V; ++j) {
 #pragma unroll
       for (int c = 0; c < C; ++c) gx[j][c] *= scale.inv_std[c];
       P mean_grad = 0;
       backprop_pixel<C, T>(prog, x[j], reduced, MeanGradPass ? prog.reduce_at : 0,
                            mean_grad_per_pixel, gx[j], &mean_grad);
-      if (p0 + j < g.pixels) thread_sum += mean_grad;
+      if (p0 + j < g.pixels) chunk_sum += mean_grad;
     }
-    sums[0] = thread_sum;
+    sums[0] += chunk_sum;
     if constexpr (!MeanGradPass) {
       store_pixels<C, T, T, P, V, Vectorized, Interleaved>(grad_in, g, image_base, p0, gx,
                                                           Output<P>{});
     }
-  }
+  });
   if constexpr (MeanGradPass) block_stats(kContrast, sums, mean_grad_partials + blockIdx.x * kStats);
 }
 
@@ -318,8 +385,11 @@ void with_layout(const ColorGeometry& cg, bool vectorized, F&& f) {
 
 template <typename T>
 Geometry kernel_geometry(const ColorGeometry& cg) {
-  return {cg.pixels, cg.frames, ceil_div(cg.pixels, int64_t{kThreads} * kVec<T>),
-          cg.interleaved ? 1 : cg.pixels, cg.interleaved ? cg.channels : 1};
+  const int64_t chunks = ceil_div(cg.pixels, int64_t{kThreads} * kVec<T>);
+  const int64_t images = std::max<int64_t>(cg.samples * cg.frames, 1);
+  const int64_t blocks_per_image = std::clamp<int64_t>(ceil_div(kTargetBlocks, images), 1, std::max<int64_t>(chunks, 1));
+  return {cg.pixels, cg.frames, chunks, blocks_per_image, cg.interleaved ? 1 : cg.pixels,
+          cg.interleaved ? cg.channels : 1};
 }
 
 int64_t block_count(const ColorGeometry& cg, const Geometry& g, const char* op) {
@@ -356,8 +426,13 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     const bool vectorized = cg.pixels % V == 0 && aligned(src, sizeof(T) * V) &&
                             aligned(dst, sizeof(out_t) * V);
     const int64_t blocks = block_count(cg, g, "gpuaug::photometric");
-    at::Tensor partials;
-    if (program.reduction) {
+    const bool equalize = program.reduction == kEqualize;
+    const int64_t images = cg.samples * cg.frames;
+    at::Tensor partials, counts, tables;
+    if (equalize) {
+      counts = at::zeros({images, 3, kBins}, in.options().dtype(at::kLong));
+      tables = at::empty({images, 3, kBins}, in.options().dtype(at::kByte));
+    } else if (program.reduction) {
       partials = at::empty({blocks, kStats}, in.options().dtype(at::kDouble));
     }
     with_layout(cg, vectorized, [&](auto channels, auto vector, auto interleaved) {
@@ -370,8 +445,17 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
             <<<blocks, kThreads, 0, stream>>>(src, g, program, rows, sums);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       }
-      transform<C, T, out_t, P, kVectorized, kInterleaved>
-          <<<blocks, kThreads, 0, stream>>>(src, dst, g, program, rows, sums, o);
+      if (equalize) {
+        histograms<C, T, P, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+            src, g, program, rows, counts.mutable_data_ptr<int64_t>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        equalize_tables<<<ceil_div(images * 3, kThreads), kThreads, 0, stream>>>(
+            counts.const_data_ptr<int64_t>(), tables.mutable_data_ptr<uint8_t>(), images * 3);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      }
+      transform<C, T, out_t, P, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+          src, dst, g, program, rows, sums,
+          equalize ? tables.const_data_ptr<uint8_t>() : nullptr, o);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });

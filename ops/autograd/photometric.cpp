@@ -88,9 +88,10 @@ at::Tensor photometric_autograd(const at::Tensor& image, c10::IntArrayRef stages
     return gpuaug::photometric(image, stages, factors, order, apply, dtype, mean, stddev);
   }
   for (const int64_t stage : stages) {
-    TORCH_CHECK(stage != photo::kAutocontrast, kOp,
-                ": autocontrast has no gradient (torchvision's cannot be differentiated either), but "
-                "'image' requires grad: detach it, or compute it under torch.no_grad()");
+    TORCH_CHECK(stage != photo::kAutocontrast && stage != photo::kEqualize, kOp, ": ",
+                stage == photo::kEqualize ? "equalize" : "autocontrast",
+                " has no gradient (torchvision's cannot be differentiated either), but 'image' "
+                "requires grad: detach it, or compute it under torch.no_grad()");
   }
   const auto out_dtype = dtype.value_or(image.scalar_type());
   TORCH_CHECK(at::isFloatingType(out_dtype), kOp, ": a ", out_dtype,

@@ -6,8 +6,8 @@ an order per sample and an apply mask per sample and stage. ``sample_params(imag
 on the image's device (no host synchronisation, so a transform runs inside a CUDA graph) and
 ``forward(image, params)`` replays them. :class:`Compose` concatenates the programs of several
 transforms into one call of the op: one element-wise pass over the batch, plus one reduction pass
-when the program has a reduction stage (contrast or autocontrast); a Compose with several of those
-makes one call per reduction stage.
+when the program has a reduction stage (contrast or autocontrast; a histogram pass for equalize);
+a Compose with several of those makes one call per reduction stage.
 """
 
 import numbers
@@ -17,7 +17,8 @@ import torch
 from torch import nn
 
 __all__ = ["Stage", "photometric", "ColorJitter", "RandomGrayscale", "RandomSolarize",
-           "RandomPosterize", "RandomInvert", "RandomAutocontrast", "RandomChannelPermutation",
+           "RandomPosterize", "RandomInvert", "RandomAutocontrast", "RandomEqualize",
+           "RandomChannelPermutation",
            "RandomPhotometricDistort", "Compose"]
 
 
@@ -33,9 +34,10 @@ class Stage:
     INVERT = 8
     PERMUTE_CHANNELS = 9
     AUTOCONTRAST = 10
+    EQUALIZE = 11
 
 
-_REDUCTIONS = (Stage.CONTRAST, Stage.AUTOCONTRAST)
+_REDUCTIONS = (Stage.CONTRAST, Stage.AUTOCONTRAST, Stage.EQUALIZE)
 
 
 def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *,
@@ -267,6 +269,15 @@ class RandomAutocontrast(_RandomApply):
         super().__init__(Stage.AUTOCONTRAST, 0.0, p, generator)
 
 
+class RandomEqualize(_RandomApply):
+    """torchvision.transforms.v2.RandomEqualize, per sample: each image's (each frame's)
+    channels through their own histogram's table, in uint8 (a floating image is converted to
+    uint8 and back, scaled, as torchvision does). Not differentiable."""
+
+    def __init__(self, p: float = 0.5, *, generator: Optional[torch.Generator] = None) -> None:
+        super().__init__(Stage.EQUALIZE, 0.0, p, generator)
+
+
 class RandomChannelPermutation(_Photometric):
     """torchvision.transforms.v2.RandomChannelPermutation, a permutation per sample."""
 
@@ -322,7 +333,7 @@ class RandomPhotometricDistort(_Photometric):
 class Compose(_Photometric):
     """Several of these transforms as one call of the op: their programs one after the other,
     then ``dtype`` (``to_dtype(scale=True)``) and ``mean``/``std`` (Normalize). A reduction stage
-    (contrast, autocontrast) needs the image as the stages before it leave it, so consecutive
+    (contrast, autocontrast, equalize) needs the image as the stages before it leave it, so consecutive
     transforms share a call while it holds at most one (ColorJitter and RandomPhotometricDistort
     have a contrast stage each): ColorJitter then RandomAutocontrast is two calls."""
 

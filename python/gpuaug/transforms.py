@@ -7,11 +7,11 @@ import torch
 from torch import nn
 
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
-                    RandomGrayscale, RandomInvert, RandomPhotometricDistort, RandomPosterize,
-                    RandomSolarize)
+                    RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
+                    RandomPosterize, RandomSolarize)
 
 __all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomAutocontrast",
-           "RandomChannelPermutation", "RandomGrayscale", "RandomInvert",
+           "RandomChannelPermutation", "RandomEqualize", "RandomGrayscale", "RandomInvert",
            "RandomPhotometricDistort", "RandomPosterize", "RandomSolarize"]
 
 Range = Tuple[float, float]

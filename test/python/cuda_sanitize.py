@@ -124,7 +124,7 @@ def check_color_transform(device):
 def check_photometric(device):
     """photometric's kernels against its CPU kernel: the vectorised path planar and interleaved,
     the per-element path (odd sizes, one channel, strided), with contrast's reduction,
-    autocontrast's or none, per-sample order and apply, uint8 and float in, converted and normalised out; the
+    autocontrast's, equalize's histograms or none, per-sample order and apply, uint8 and float in, converted and normalised out; the
     backward's kernels for the float images."""
     g = torch.Generator().manual_seed(70)
     stages = [1, 2, 3, 4, 5, 6, 7, 8, 9]
@@ -142,9 +142,9 @@ def check_photometric(device):
         factors[:, 8] = 5.0 if c == 3 else 0.0                   # permutation (2, 1, 0) or none
         order = torch.argsort(torch.rand(n, 9, generator=g), dim=1)
         apply = torch.rand(n, 9, generator=g) < 0.7
-        for reduction in ("contrast", "autocontrast", "none"):
+        for reduction in ("contrast", "autocontrast", "equalize", "none"):
             st = {"contrast": stages, "autocontrast": [1, 10] + stages[2:],
-                  "none": [1, 1] + stages[2:]}[reduction]
+                  "equalize": [1, 11] + stages[2:], "none": [1, 1] + stages[2:]}[reduction]
             for xi, out_dtype, kwargs in [(x, None, {}),
                                           (x, torch.float32, {"mean": [0.5] * c, "std": [0.25] * c}),
                                           (x.float() / 255, None, {})]:
@@ -160,8 +160,9 @@ def check_photometric(device):
                 tag = f"photometric {list(shape)}{' interleaved' if interleaved else ''} " \
                       f"{xi.dtype}->{out_dtype or xi.dtype} reduction={reduction}"
                 expect(tag, got.float(), want.float(), exact=False)
-                # the backward's kernels, the mean's gradient pass too (autocontrast has none)
-                if xi.dtype != torch.uint8 and reduction != "autocontrast":
+                # the backward's kernels, the mean's gradient pass too (autocontrast and
+                # equalize have none)
+                if xi.dtype != torch.uint8 and reduction in ("contrast", "none"):
                     grad = torch.randn(xi.shape, generator=g)
                     bw = dict(order=order, apply=apply, std=[0.25] * c)
                     want = ops._photometric_backward(grad, xi, st, f, **bw)

@@ -578,9 +578,9 @@ def test_lltm(device, case):
 
 @st.composite
 def photometric_cases(draw):
-    """A random program of stages (at most one reduction: contrast or autocontrast), per-sample
-    factors in their ranges,
-    orders and apply masks, on a random image in a random layout."""
+    """A random program of stages (at most one reduction: contrast, autocontrast or equalize),
+    per-sample factors in their ranges, orders and apply masks, on a random image in a random
+    layout."""
     dim = draw(st.sampled_from([4, 3, 5]))
     channels = draw(st.sampled_from([3, 1]))
     n = draw(st.sampled_from([2, 1, 3, 5])) if dim > 3 else 1
@@ -588,14 +588,15 @@ def photometric_cases(draw):
     shape = (*{3: (), 4: (n,), 5: (n, draw(st.sampled_from([1, 2])))}[dim], channels,
              draw(size), draw(size))
     dtype = draw(st.sampled_from([torch.uint8, torch.float32]))
-    kinds = draw(st.lists(st.sampled_from(range(1, 11)), min_size=1, max_size=6))
-    kinds = [k for i, k in enumerate(kinds) if k not in (2, 10) or not {2, 10} & set(kinds[:i])]
+    kinds = draw(st.lists(st.sampled_from(range(1, 12)), min_size=1, max_size=6))
+    reductions = {2, 10, 11}
+    kinds = [k for i, k in enumerate(kinds) if k not in reductions or not reductions & set(kinds[:i])]
     bound = 255.0 if dtype == torch.uint8 else 1.0
     ranges = {1: st.floats(0.0, 2.0), 2: st.floats(0.0, 2.0), 3: st.floats(0.0, 2.0),
               4: st.floats(-0.5, 0.5), 5: st.just(0.0), 6: st.floats(0.0, bound),
               7: st.sampled_from(range(9)).map(float), 8: st.just(0.0),
               9: st.sampled_from([21, 5, 7, 11, 15, 19]).map(float),  # the 6 permutations
-              10: st.just(0.0)}
+              10: st.just(0.0), 11: st.just(0.0)}
     factors = [[draw(ranges[k]) if k != 9 or channels == 3 else 0.0 for k in kinds]
                for _ in range(n)]
     orders = [draw(st.permutations(range(len(kinds)))) for _ in range(n)]

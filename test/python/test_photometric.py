@@ -43,10 +43,21 @@ def torchvision_program(image, stages, factors, order, apply):
             out = F.invert(out)
         elif kind == Stage.AUTOCONTRAST:
             out = F.autocontrast(out)
+        elif kind == Stage.EQUALIZE:
+            out = equalize_saturating(out)
         elif kind == Stage.PERMUTE_CHANNELS:
             code = int(v)
             out = F.permute_channels(out, [code % 3, code // 3 % 3, code // 9][:out.shape[-3]])
     return out
+
+
+def equalize_saturating(image):
+    """F.equalize, but where a half type's x * 255.999 rounds to 256 (near 1) its uint8 value
+    saturates at 255 as gpuaug's does, rather than wrapping to 0 as torchvision's cast does."""
+    if image.dtype not in (torch.float16, torch.bfloat16):
+        return F.equalize(image)
+    as_uint8 = image.mul(255.999).clamp(0, 255).to(torch.uint8)
+    return F.to_dtype(F.equalize(as_uint8), image.dtype, scale=True)
 
 
 def torchvision_batch(image, stages, params):
@@ -78,12 +89,13 @@ def every_transform(dtype):
         "Compose": T.Compose([
             T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomSolarize(solarize_threshold(dtype)),
             T.RandomPosterize(5), T.RandomInvert(), T.RandomGrayscale(0.3),
-            T.RandomAutocontrast(0.7), T.RandomChannelPermutation()]),
+            T.RandomAutocontrast(0.7), T.RandomEqualize(0.6), T.RandomChannelPermutation()]),
         "RandomGrayscale": T.RandomGrayscale(0.5),
         "RandomSolarize": T.RandomSolarize(solarize_threshold(dtype)),
         "RandomPosterize": T.RandomPosterize(3),
         "RandomInvert": T.RandomInvert(),
         "RandomAutocontrast": T.RandomAutocontrast(),
+        "RandomEqualize": T.RandomEqualize(0.7),
         "RandomChannelPermutation": T.RandomChannelPermutation(),
     }
 
@@ -120,7 +132,7 @@ def test_matches_torchvision(name, channels, dtype, device):
     params = transform.sample_params(image)
     out = transform(image, params)
     expected = torchvision_batch(image, transform.stages, params)
-    thresholds = name in ("Compose", "RandomSolarize", "RandomPosterize")
+    thresholds = name in ("Compose", "RandomSolarize", "RandomPosterize", "RandomEqualize")
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=not thresholds)
 
 
@@ -147,18 +159,43 @@ def formula(stage, x, v):
         low = x.amin(dim=(1, 2), keepdim=True)
         high = x.amax(dim=(1, 2), keepdim=True)
         return ((x - low) / (high - low)).clamp(0, 1)
+    if stage == Stage.EQUALIZE:
+        return equalize_formula(x)
     code = int(v)
     return x[[code % 3, code // 3 % 3, code // 9]]
+
+
+def equalize_formula(x):
+    """PIL's histogram equalisation of each channel of x in [0, 1], through uint8: the table
+    maps a value to the count of smaller values plus half a step, over the step (the pixels not
+    of the channel's largest value, / 255); a step of 0 leaves the channel."""
+    q = (x * 255.999).floor().long()
+    out = torch.empty_like(x)
+    for c in range(x.shape[0]):
+        hist = torch.bincount(q[c].flatten(), minlength=256)
+        step = (hist.sum() - hist[q[c].max()]).item() // 255
+        if step == 0:
+            table = torch.arange(256)
+        else:
+            table = ((torch.cumsum(hist, 0) - hist + step // 2) // step).clamp(max=255)
+        out[c] = table[q[c]].double() / 255
+    return out
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("stage, low, high", [
     (Stage.BRIGHTNESS, 0.2, 1.8), (Stage.CONTRAST, 0.2, 1.8), (Stage.SATURATION, 0.0, 2.0),
     (Stage.GRAYSCALE, 0, 0), (Stage.SOLARIZE, 0.1, 0.9), (Stage.POSTERIZE, 1, 8),
-    (Stage.INVERT, 0, 0), (Stage.PERMUTE_CHANNELS, 0, 0), (Stage.AUTOCONTRAST, 0, 0)])
+    (Stage.INVERT, 0, 0), (Stage.PERMUTE_CHANNELS, 0, 0), (Stage.AUTOCONTRAST, 0, 0),
+    (Stage.EQUALIZE, 0, 0)])
 def test_stage_formulas_float64(stage, low, high, device):
     """Each stage with its own factor per sample against its definition in float64."""
-    image = make_image([6, 3, 11, 7], torch.float64, device, seed=int(stage))
+    # equalize: sizes whose step (pixels not of the largest value / 255) is 0 for some images
+    shape = [6, 3, 30, 19] if stage == Stage.EQUALIZE else [6, 3, 11, 7]
+    image = make_image(shape, torch.float64, device, seed=int(stage))
+    if stage == Stage.EQUALIZE:
+        image[1] = image[1] * 0.2  # a narrow histogram
+        image[2, :, 10:] = 1.0     # most pixels of the largest value: step 0, left as it is
     g = torch.Generator().manual_seed(int(stage))
     factors = low + (high - low) * torch.rand(6, 1, generator=g, dtype=torch.float64)
     if stage == Stage.POSTERIZE:
@@ -214,12 +251,17 @@ def test_conversion_and_normalize(out_dtype, device):
 
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
-def test_float_to_uint8(device):
-    image = make_image([2, 3, 8, 8], torch.float32, device, seed=4)
-    out = gpuaug.photometric(image, [Stage.INVERT], torch.ones(1, device=device),
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_float_to_uint8(dtype, device):
+    """to_dtype(uint8, scale=True): x * 255.999 in the image's dtype, truncated; where bfloat16's
+    product rounds to 256, torchvision's cast wraps to 0 and gpuaug saturates at 255."""
+    image = torch.rand([2, 3, 16, 16], generator=torch.Generator().manual_seed(4)).to(dtype)
+    image[0, 0, 0, :4] = torch.tensor([0.0, 1.0, 0.999, 0.5])
+    out = gpuaug.photometric(image.to(device), [Stage.INVERT], torch.ones(1, device=device),
                              dtype=torch.uint8)
-    expected = F.to_dtype(F.invert(image.cpu()), torch.uint8, scale=True)
-    assert torch.equal(out.cpu(), expected)
+    expected = F.to_dtype(F.invert(image), torch.uint8, scale=True)
+    wraps = F.invert(image).mul(255.999) >= 256
+    assert torch.equal(out.cpu(), torch.where(wraps, 255, expected).to(torch.uint8))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -307,7 +349,7 @@ def test_compile_draws_inside(device, fresh_dynamo):
 
 
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
-                                  "RandomChannelPermutation", "RandomSolarize"])
+                                  "RandomChannelPermutation", "RandomSolarize", "RandomEqualize"])
 def test_torchscript(name, tmp_path):
     transform = every_transform(torch.uint8)[name]
     scripted = torch.jit.script(transform)
@@ -488,6 +530,12 @@ def test_grad_errors():
         grad.sum().backward()
     with pytest.raises(RuntimeError, match="autocontrast has no gradient"):
         gpuaug.photometric(image, [Stage.AUTOCONTRAST], torch.zeros(1))
+    with pytest.raises(RuntimeError, match="gpuaug::photometric: equalize has no gradient"):
+        gpuaug.photometric(image, [Stage.BRIGHTNESS, Stage.EQUALIZE], torch.ones(2))
+    with pytest.raises(RuntimeError,
+                       match="gpuaug::_photometric_backward: equalize has no gradient"):
+        torch.ops.gpuaug._photometric_backward(image.detach(), image.detach(), [Stage.EQUALIZE],
+                                               torch.zeros(1))
     with torch.no_grad():  # no graph: uint8 outputs and factors requiring grad are fine
         gpuaug.photometric(image, [Stage.BRIGHTNESS], torch.ones(1, requires_grad=True),
                            dtype=torch.uint8)
@@ -507,10 +555,11 @@ def meta_image():
      "expected 'image' with 1 or 3 channels .*but got 2"),
     (lambda i, d: gpuaug.photometric(i, [], torch.ones(0, device=d)),
      "expected 1 to 16 'stages', but got 0"),
-    (lambda i, d: gpuaug.photometric(i, [11], torch.ones(1, device=d)),
-     "expected 'stages' of codes 1 to 10 .*but got 11 at index 0"),
-    (lambda i, d: gpuaug.photometric(i, [2, 2], torch.ones(2, device=d)),
-     r"expected at most one reduction stage \(contrast or autocontrast\) per call, but got 2"),
+    (lambda i, d: gpuaug.photometric(i, [12], torch.ones(1, device=d)),
+     "expected 'stages' of codes 1 to 11 .*but got 12 at index 0"),
+    (lambda i, d: gpuaug.photometric(i, [2, 11], torch.ones(2, device=d)),
+     r"expected at most one reduction stage \(contrast, autocontrast or equalize\) per call, "
+     "but got 2"),
     (lambda i, d: gpuaug.photometric(i, [1], torch.ones(2, device=d)),
      r"expected 'factors' of shape \[1\] or \[2, 1\] .*but got \[2\]"),
     (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, dtype=torch.int64, device=d)),
