@@ -69,7 +69,7 @@ def main() -> int:
 
     torch.manual_seed(0)
     rows = [row for section in SECTIONS for dtype in DTYPES for row in section(device, dtype)]
-    rows.append(demo_color.run(device))
+    rows += demo_color.run(device)
     print(f"{'op':<16}{'device':<8}{'dtype':<10}{'max abs error':<15}status")
     for op, dev, dtype, error, ok in rows:
         print(f"{op:<16}{dev:<8}{dtype:<10}{error:<15.3g}{'ok' if ok else 'MISMATCH'}")

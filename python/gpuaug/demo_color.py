@@ -1,4 +1,5 @@
-"""Colour augmentation of real photographs: a PNG grid, and a check against a float64 reference.
+"""Colour augmentation of real photographs: a PNG grid (ColorAugment's rows, then gpuaug.transforms'
+photometric pipeline's), and checks of both against float64 references.
 
 Called by ``python -m gpuaug.demo``; ``python -m gpuaug.demo_color [PATH] [--tile PX] [--palette]``
 writes the grid alone (examples/color_augment_grid.png: ``--tile 160 --palette``). The photographs
@@ -14,6 +15,8 @@ import skimage.data
 import torch
 from PIL import Image
 
+from . import transforms as T
+from .photo import Stage, photometric
 from .transforms import ColorAugment
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
@@ -47,15 +50,27 @@ def reference(x: torch.Tensor, params: dict) -> torch.Tensor:
     return (y - mean) / std
 
 
-def write_grid(path: str, device: torch.device, tile: int = 256, rows: int = 3,
+def photometric_pipeline(generator: torch.Generator) -> T.Compose:
+    """torchvision's photometric transforms, each sample drawing its own: the grid's last rows."""
+    return T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1, generator=generator),
+                      T.RandomGrayscale(0.15, generator=generator),
+                      T.RandomSolarize(192.0, 0.2, generator=generator),
+                      T.RandomEqualize(0.3, generator=generator)])
+
+
+def write_grid(path: str, device: torch.device, tile: int = 256, rows: int = 2,
                palette: bool = False) -> None:
-    """Originals in the first row, `rows` independently augmented versions below; `palette`:
-    256 dithered colours, a file about a third the size (for the README's copy)."""
+    """Originals in the first row, then `rows` independently augmented versions by ColorAugment
+    and `rows` by the photometric pipeline; `palette`: 256 dithered colours, a file about a third
+    the size (for the README's copy)."""
     photos = load_photos(tile).to(device)
     # Somewhat wider ranges than ColorAugment's defaults, so that the effect shows.
     augment = ColorAugment(color=(0.7, 1.3), brightness=(-0.12, 0.12), contrast=(0.75, 1.3),
                            gamma=(0.75, 1.33), generator=torch.Generator(device).manual_seed(0))
-    grid = torch.cat([photos] + [augment(photos) for _ in range(rows)])   # uint8 in, uint8 out
+    pipeline = photometric_pipeline(torch.Generator(device).manual_seed(0))
+    augmented = [augment(photos) for _ in range(rows)] + [pipeline(photos) for _ in range(rows)]
+    grid = torch.cat([photos] + augmented)   # uint8 in, uint8 out
+    rows = len(augmented)
     grid = grid.view(rows + 1, len(PHOTOS), 3, tile, tile).permute(0, 3, 1, 4, 2)
     pixels = grid.reshape((rows + 1) * tile, len(PHOTOS) * tile, 3).cpu().numpy()
     image = Image.fromarray(pixels)
@@ -65,11 +80,32 @@ def write_grid(path: str, device: torch.device, tile: int = 256, rows: int = 3,
     image.save(path, optimize=True)
 
 
+def photometric_check(photos: torch.Tensor) -> tuple[str, str, str, float, bool]:
+    """photometric on the photographs in float64 (brightness, saturation, contrast, invert, each
+    sample its own factors) against torchvision's formulas written out in float64."""
+    x = photos.double() / 255
+    n = x.shape[0]
+    g = torch.Generator().manual_seed(2)
+    factors = torch.cat([0.6 + 0.8 * torch.rand(n, 3, generator=g, dtype=torch.float64),
+                         torch.zeros(n, 1, dtype=torch.float64)], dim=1)
+    stages = [Stage.BRIGHTNESS, Stage.SATURATION, Stage.CONTRAST, Stage.INVERT]
+    out = photometric(x, stages, factors.to(x.device))
+    brightness, saturation, contrast = (factors[:, i].to(x.device).view(-1, 1, 1, 1) for i in range(3))
+
+    def gray(y: torch.Tensor) -> torch.Tensor:
+        return 0.2989 * y[:, :1] + 0.587 * y[:, 1:2] + 0.114 * y[:, 2:]
+    y = (x * brightness).clamp(0, 1)
+    y = (saturation * y + (1 - saturation) * gray(y)).clamp(0, 1)
+    y = (contrast * y + (1 - contrast) * gray(y).mean(dim=(1, 2, 3), keepdim=True)).clamp(0, 1)
+    error = (out - (1 - y)).abs().max().item()
+    return ("photometric", str(out.device), "f64", error, error <= 1e-12)
+
+
 def run(device: Optional[torch.device] = None,
-        path: str = "color_augment_grid.png") -> tuple[str, str, str, float, bool]:
+        path: str = "color_augment_grid.png") -> list[tuple[str, str, str, float, bool]]:
     """Writes the grid and checks ColorAugment on the photographs (uint8 in, float32 out,
-    normalised) against the float64 formula. Returns a row of the demo's table:
-    (op, device, dtype, max abs error, ok)."""
+    normalised) and photometric (float64) against float64 formulas. Returns rows of the demo's
+    table: (op, device, dtype, max abs error, ok)."""
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
     write_grid(path, device)
     print(f"color_transform: wrote {os.path.abspath(path)}")
@@ -80,7 +116,8 @@ def run(device: Optional[torch.device] = None,
     out = augment(photos, params)
     error = (out.double() - reference(photos, params)).abs().max().item()
     # 2e-5 on [0, 1] (float32 with a fast pow on the GPU), magnified by 1 / std.
-    return ("color_transform", str(out.device), "u8->f32", error, error <= 2e-5 / min(STD))
+    return [("color_transform", str(out.device), "u8->f32", error, error <= 2e-5 / min(STD)),
+            photometric_check(photos)]
 
 
 def main() -> None:

@@ -103,6 +103,12 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         result.append(Case("photometric distort u8->u8", shape, u8, image_inputs(shape, device),
                            distort, baseline, "torchvision RandomPhotometricDistort",
                            4 * pixels))
+    equalize = T.RandomEqualize(1.0)
+    baseline = torchvision_same("RandomEqualize", 1.0)
+    if baseline is not None:
+        # bytes: the histogram pass's read, then the element-wise pass's read and write
+        result.append(Case("photometric equalize u8->u8", shape, u8, image_inputs(shape, device),
+                           equalize, baseline, "torchvision RandomEqualize", 3 * pixels))
     compose = T.Compose(five_transforms(T))
     baseline = torchvision_five()
     if baseline is not None:
