@@ -104,11 +104,10 @@ C10_HOST_DEVICE inline P blend(P v, P other, const Step<P>& s) {
 // instead of the GPU's long fmod sequence.
 template <typename P>
 C10_HOST_DEVICE inline P mod1(P x) {
-  if (x >= P(0) && x < P(1)) return x;
-  if (x >= P(1) && x < P(2)) return x - P(1);
-  if (x < P(0) && x > P(-1)) return x + P(1);
-  const P r = std::fmod(x, P(1));
-  return r < P(0) ? r + P(1) : r;
+  const P r = x >= P(1) ? x - P(1) : (x < P(0) ? x + P(1) : x);  // selects: lanes agree on the rest
+  if (x > P(-1) && x < P(2)) return r;
+  const P f = std::fmod(x, P(1));
+  return f < P(0) ? f + P(1) : f;
 }
 
 // adjust_hue of one RGB pixel through HSV, on [0, 1] values: torchvision's _rgb_to_hsv and
@@ -141,14 +140,11 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   const P q = clamp((P(1) - sxf) * v, P(0), P(1));
   const P t = clamp((sxf + one_minus_s) * v, P(0), P(1));
   const P p = clamp(one_minus_s * v, P(0), P(1));
-  switch (i) {
-    case 0: r = v, g = t, b = p; break;
-    case 1: r = q, g = v, b = p; break;
-    case 2: r = p, g = v, b = t; break;
-    case 3: r = p, g = q, b = v; break;
-    case 4: r = t, g = p, b = v; break;
-    default: r = v, g = p, b = q; break;
-  }
+  // sectors 0-5 by selects (a switch would branch apart where a warp's pixels differ), 5 for
+  // any other: (v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)
+  r = i == 1 ? q : (i == 4 ? t : (i == 2 || i == 3 ? p : v));
+  g = i == 1 || i == 2 ? v : (i == 0 ? t : (i == 3 ? q : p));
+  b = i == 3 || i == 4 ? v : (i == 2 ? t : (i == 0 || i == 1 ? p : q));
 }
 
 // The histogram bin of a value at the equalize step: the uint8 value torchvision equalizes.

@@ -1,11 +1,13 @@
 // gpuaug::photometric on the GPU: with a reduction stage, a reduction kernel writes per-block
 // partial statistics of each image at that step (contrast's sum of grays, autocontrast's channel
 // minima and maxima), or, for equalize, adds to each image's histograms, from which a small kernel
-// makes its tables; then one kernel runs every pixel through its sample's program, each block
-// combining its image's partials (in a fixed order: the same bits on every run). Each thread
-// takes V pixels (kVec): 16-byte loads per channel plane (or per run of interleaved pixels) where
-// the image is aligned, else per element (uint8: 4 pixels, see kVec).
-// A block's pixels belong to one image; its sample's program is decoded into shared memory.
+// makes its tables; it also keeps the pixels as they reach that step (an image-sized buffer), so
+// that the element-wise kernel resumes there instead of running the earlier steps again. That
+// kernel runs every pixel through its sample's program, each block combining its image's partials
+// (in a fixed order: the same bits on every run). Each thread takes V pixels (kVec): 16-byte
+// loads per channel plane (or per run of interleaved pixels) where the image is aligned, else per
+// element (uint8: 4 pixels, see kVec). A block's pixels belong to one image, and it loops over
+// several chunks of them; its sample's program is decoded into shared memory.
 // The backward (floating images) runs the same reduction for the mean, then, with contrast, a
 // reduction of the mean's gradient (each pixel back to its contrast step), then one kernel that
 // takes each pixel back through every step (kernels/photometric_grad.h).
@@ -13,6 +15,7 @@
 // except where torch itself fuses (its add with alpha, spelled std::fma in photometric_math.h).
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -122,6 +125,11 @@ __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int6
   }
 }
 
+// Resident blocks per SM the element-wise kernels ask the compiler for: at most 48 registers a
+// thread (their arithmetic needs 56-64 unbounded, which leaves 4 blocks, half the SM's warps,
+// too few to hide the latency of their dependent float operations).
+constexpr int kBlocksPerSM = 5;
+
 // Calls f(p0) for each of the block's chunks of its image, p0 the thread's first pixel in it.
 template <int V, typename F>
 __device__ __forceinline__ void for_each_chunk(const Geometry& g, F&& f) {
@@ -217,11 +225,27 @@ __device__ __forceinline__ void load_reduced(Reduced<P>& reduced, const double* 
   }
 }
 
+// The thread's pixels at their sample's reduction step (from steps none of which reads
+// statistics); kept in `staged` (the image's dtype holds each step's result exactly) for the
+// element-wise pass to resume from, where given and steps precede the reduction.
+template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
+__device__ __forceinline__ void reach_reduction(const T* in, T* staged, const Geometry& g,
+                                                int64_t image_base, int64_t p0,
+                                                const SampleProgram<P>& prog,
+                                                const Reduced<P>& none, P (&x)[V][3]) {
+  load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
+  run_steps<C, T>(prog, 0, prog.reduce_at, x, none);
+  if (staged != nullptr && prog.reduce_at > 0) {
+    store_pixels<C, T, T, P, V, Vectorized, Interleaved>(staged, g, image_base, p0, x, Output<P>{});
+  }
+}
+
 // Per block, the statistics of the program's reduction stage (contrast's sum of grays,
 // autocontrast's channel minima and maxima) over its pixels at their sample's reduction step.
 template <int C, typename T, typename P, bool Vectorized, bool Interleaved>
-__global__ void __launch_bounds__(kThreads)
-    reduce_stats(const T* in, Geometry g, Program program, Rows<P> rows, double* partials) {
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+    reduce_stats(const T* in, T* staged, Geometry g, Program program, Rows<P> rows,
+                 double* partials) {
   constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> prog_none;  // the steps before the reduction step read no statistics
@@ -238,8 +262,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   for_each_chunk<V>(g, [&](int64_t p0) {
     P x[V][3];
-    load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image * C * g.pixels, p0, x);
-    run_steps<C, T>(prog, 0, prog.reduce_at, x, prog_none);
+    reach_reduction<C, T, P, V, Vectorized, Interleaved>(in, staged, g, image * C * g.pixels, p0,
+                                                         prog, prog_none, x);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       if (p0 + j < g.pixels) add_pixel_stats<C, T>(kind, x[j], stats);
@@ -253,7 +277,8 @@ __global__ void __launch_bounds__(kThreads)
 // the same in any order.
 template <int C, typename T, typename P, bool Vectorized, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
-    histograms(const T* in, Geometry g, Program program, Rows<P> rows, int64_t* counts) {
+    histograms(const T* in, T* staged, Geometry g, Program program, Rows<P> rows,
+               int64_t* counts) {
   constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> prog_none;
@@ -265,8 +290,8 @@ __global__ void __launch_bounds__(kThreads)
   if (prog.reduce_at < 0) return;  // the sample does not equalize
   for_each_chunk<V>(g, [&](int64_t p0) {
     P x[V][3];
-    load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image * C * g.pixels, p0, x);
-    run_steps<C, T>(prog, 0, prog.reduce_at, x, prog_none);
+    reach_reduction<C, T, P, V, Vectorized, Interleaved>(in, staged, g, image * C * g.pixels, p0,
+                                                         prog, prog_none, x);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
 #pragma unroll
@@ -289,9 +314,9 @@ __global__ void equalize_tables(const int64_t* counts, uint8_t* tables, int64_t 
 }
 
 template <int C, typename T, typename out_t, typename P, bool Vectorized, bool Interleaved>
-__global__ void __launch_bounds__(kThreads)
-    transform(const T* in, out_t* out, Geometry g, Program program, Rows<P> rows,
-              const double* partials, const uint8_t* tables, Output<P> o) {
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+    transform(const T* in, const T* staged, out_t* out, Geometry g, Program program,
+              Rows<P> rows, const double* partials, const uint8_t* tables, Output<P> o) {
   constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> reduced;
@@ -305,10 +330,13 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   const int64_t image_base = image * C * g.pixels;
+  // resumes at the reduction step where the reduction pass kept the pixels there
+  const int first = staged != nullptr && prog.reduce_at > 0 ? prog.reduce_at : 0;
+  const T* from = first > 0 ? staged : in;
   for_each_chunk<V>(g, [&](int64_t p0) {
     P x[V][3];
-    load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
-    run_steps<C, T>(prog, 0, prog.count, x, reduced);
+    load_pixels<C, T, P, V, Vectorized, Interleaved>(from, g, image_base, p0, x);
+    run_steps<C, T>(prog, first, prog.count, x, reduced);
     store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(out, g, image_base, p0, x, o);
   });
 }
@@ -428,7 +456,8 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     const int64_t blocks = block_count(cg, g, "gpuaug::photometric");
     const bool equalize = program.reduction == kEqualize;
     const int64_t images = cg.samples * cg.frames;
-    at::Tensor partials, counts, tables;
+    at::Tensor partials, counts, tables, staged;
+    if (program.reduction) staged = at::empty_like(in);  // the pixels at the reduction step
     if (equalize) {
       counts = at::zeros({images, 3, kBins}, in.options().dtype(at::kLong));
       tables = at::empty({images, 3, kBins}, in.options().dtype(at::kByte));
@@ -441,20 +470,20 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
       constexpr bool kInterleaved = decltype(interleaved)::value;
       double* sums = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
       if (sums != nullptr) {
-        reduce_stats<C, T, P, kVectorized, kInterleaved>
-            <<<blocks, kThreads, 0, stream>>>(src, g, program, rows, sums);
+        reduce_stats<C, T, P, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+            src, staged.mutable_data_ptr<T>(), g, program, rows, sums);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       }
       if (equalize) {
         histograms<C, T, P, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
-            src, g, program, rows, counts.mutable_data_ptr<int64_t>());
+            src, staged.mutable_data_ptr<T>(), g, program, rows, counts.mutable_data_ptr<int64_t>());
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         equalize_tables<<<ceil_div(images * 3, kThreads), kThreads, 0, stream>>>(
             counts.const_data_ptr<int64_t>(), tables.mutable_data_ptr<uint8_t>(), images * 3);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       }
       transform<C, T, out_t, P, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
-          src, dst, g, program, rows, sums,
+          src, staged.defined() ? staged.const_data_ptr<T>() : nullptr, dst, g, program, rows, sums,
           equalize ? tables.const_data_ptr<uint8_t>() : nullptr, o);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     });
@@ -496,7 +525,7 @@ void photometric_backward(const at::Tensor& grad_image, const at::Tensor& grad,
       double* mean_grads = partials.defined() ? means + blocks * kStats : nullptr;
       if (means != nullptr) {
         reduce_stats<C, T, P, kVectorized, kInterleaved>
-            <<<blocks, kThreads, 0, stream>>>(src, g, program, rows, means);
+            <<<blocks, kThreads, 0, stream>>>(src, nullptr, g, program, rows, means);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         backward<C, T, P, true, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
             grad_src, src, dst, g, program, rows, means, mean_grads, scale);

@@ -18,7 +18,7 @@ using gpuaug::testing::error_of;
 using gpuaug::testing::nearly_equal;
 using ::testing::HasSubstr;
 
-constexpr int64_t kBrightness = 1, kInvert = 8, kAutocontrast = 10;
+constexpr int64_t kBrightness = 1, kInvert = 8, kAutocontrast = 10, kEqualize = 11;
 
 TEST(Photometric, SchemasAreRegistered) {
   auto& dispatcher = c10::Dispatcher::singleton();
@@ -67,6 +67,19 @@ TEST(Photometric, AutocontrastStretchesEachChannel) {
   const at::Tensor low = x.amin({2, 3}, true), high = x.amax({2, 3}, true);
   const at::Tensor out = gpuaug::photometric(x, {kAutocontrast}, torch::zeros({1}, torch::kDouble));
   EXPECT_TRUE(nearly_equal(out, ((x - low) / (high - low)).clamp(0, 1), 0, 1e-12));
+}
+
+TEST(Photometric, EqualizeMapsThroughTheHistogramsTable) {
+  // 510 pixels of 10 and 2 of 200: the step is 510 / 255 = 2, so 10 -> (0 + 1) / 2 = 0 and
+  // 200 -> (510 + 1) / 2 = 255; a flat image (step 0) stays as it is.
+  at::Tensor x = torch::full({2, 1, 16, 32}, 10, torch::kByte);
+  x[0].view({-1}).narrow(0, 510, 2).fill_(200);
+  x[1].fill_(77);
+  const at::Tensor out = gpuaug::photometric(x, {kEqualize}, torch::zeros({1}));
+  at::Tensor want = torch::zeros_like(x);
+  want[0].view({-1}).narrow(0, 510, 2).fill_(255);
+  want[1].fill_(77);
+  EXPECT_TRUE(torch::equal(out, want));
 }
 
 TEST(Photometric, ImageGradientThroughAutograd) {
