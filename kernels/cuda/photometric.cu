@@ -99,6 +99,20 @@ __device__ __forceinline__ void load_pixels(const T* in, const Geometry& g, int6
   }
 }
 
+// A run stored as whole words (launch.cuh's chunks): a plain store of a 16-byte Vec comes out of
+// nvcc as four 4-byte stores.
+template <typename T, int V>
+__device__ __forceinline__ void store_run(T* p, const Vec<T, V>& run) {
+  if constexpr (V * sizeof(T) % 4 == 0) {
+    Chunk<T, V> chunk;
+#pragma unroll
+    for (int j = 0; j < V; ++j) chunk.v[j] = run.v[j];
+    store_chunk(p, chunk);
+  } else {
+    *reinterpret_cast<Vec<T, V>*>(p) = run;
+  }
+}
+
 template <int C, typename T, typename out_t, typename P, int V, bool Vectorized, bool Interleaved>
 __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int64_t image_base,
                                              int64_t p0, const P (&x)[V][3], const Output<P>& o) {
@@ -109,9 +123,7 @@ __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int6
 #pragma unroll
       for (int c = 0; c < C; ++c) r.at(c, j) = convert<T, out_t>(x[j][c], o, c);
 #pragma unroll
-    for (int k = 0; k < C; ++k) {
-      *reinterpret_cast<Vec<out_t, V>*>(out + r.offset(image_base, g.pixels, p0, k)) = r.run[k];
-    }
+    for (int k = 0; k < C; ++k) store_run(out + r.offset(image_base, g.pixels, p0, k), r.run[k]);
   } else {
 #pragma unroll
     for (int j = 0; j < V; ++j) {
