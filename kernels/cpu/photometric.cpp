@@ -150,9 +150,11 @@ std::vector<Reduced<P>> reductions(const T* in, const Walk& w, int kind,
   return reduced;
 }
 
-template <int C, typename T, typename out_t, typename P>
-void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleProgram<P>>& progs,
-               const std::vector<Reduced<P>>& reduced, const Output<P>& o) {
+// Calls f(image, prog, reduced, at) for every pixel, `at` its first channel's offset, the
+// image's tasks in parallel.
+template <int C, typename P, typename F>
+void for_each_pixel(const Walk& w, const std::vector<SampleProgram<P>>& progs,
+                    const std::vector<Reduced<P>>& reduced, F&& f) {
   at::parallel_for(0, w.tasks(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t image = task / w.tasks_per_image;
@@ -161,13 +163,21 @@ void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleP
       const int64_t first = (task % w.tasks_per_image) * kPixelsPerTask;
       const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
       for (int64_t px = first; px < last; ++px) {
-        const int64_t at = image * C * w.g.pixels + px * w.pixel_step;
-        P x[1][3];
-        load_pixel<C>(in, at, w, x[0]);
-        run_steps<C, T>(prog, 0, prog.count, x, r);
-        for (int c = 0; c < C; ++c) out[at + c * w.channel_step] = convert<T, out_t>(x[0][c], o, c);
+        f(image, prog, r, image * C * w.g.pixels + px * w.pixel_step);
       }
     }
+  });
+}
+
+template <int C, typename T, typename out_t, typename P>
+void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleProgram<P>>& progs,
+               const std::vector<Reduced<P>>& reduced, const Output<P>& o) {
+  for_each_pixel<C>(w, progs, reduced, [&](int64_t, const SampleProgram<P>& prog,
+                                           const Reduced<P>& r, int64_t at) {
+    P x[1][3];
+    load_pixel<C>(in, at, w, x[0]);
+    run_steps<C, T>(prog, 0, prog.count, x, r);
+    for (int c = 0; c < C; ++c) out[at + c * w.channel_step] = convert<T, out_t>(x[0][c], o, c);
   });
 }
 
@@ -221,21 +231,12 @@ void backward(const T* grad, const T* in, T* grad_in, const Walk& w,
       mean_grads[image] = static_cast<P>(sums[image].v[0] / static_cast<double>(w.g.pixels));
     }
   }
-  at::parallel_for(0, w.tasks(), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t image = task / w.tasks_per_image;
-      const SampleProgram<P>& prog = progs[image / w.g.frames];
-      const Reduced<P> r = reduced.empty() ? Reduced<P>{} : reduced[image];
-      const int64_t first = (task % w.tasks_per_image) * kPixelsPerTask;
-      const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
-      for (int64_t px = first; px < last; ++px) {
-        const int64_t at = image * C * w.g.pixels + px * w.pixel_step;
-        P x[3], g[3], unused = 0;
-        load_both(at, x, g);
-        backprop_pixel<C, T>(prog, x, r, 0, mean_grads[image], g, &unused);
-        for (int c = 0; c < C; ++c) grad_in[at + c * w.channel_step] = static_cast<T>(g[c]);
-      }
-    }
+  for_each_pixel<C>(w, progs, reduced, [&](int64_t image, const SampleProgram<P>& prog,
+                                           const Reduced<P>& r, int64_t at) {
+    P x[3], g[3], unused = 0;
+    load_both(at, x, g);
+    backprop_pixel<C, T>(prog, x, r, 0, mean_grads[image], g, &unused);
+    for (int c = 0; c < C; ++c) grad_in[at + c * w.channel_step] = static_cast<T>(g[c]);
   });
 }
 
