@@ -438,7 +438,8 @@ C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const P* 
     } else if (s.kind == kPosterize) {
       s.b = P(int64_t{1} << (static_cast<int>(s.a) & 15));
     }
-    if (prog.reduce_at < 0 && (s.kind == kContrast || s.kind == kAutocontrast || s.kind == kEqualize)) {
+    const bool reduction = s.kind == kContrast || s.kind == kAutocontrast || s.kind == kEqualize;
+    if (prog.reduce_at < 0 && reduction) {
       prog.reduce_at = prog.count;
     }
     prog.steps[prog.count++] = s;

@@ -145,7 +145,8 @@ constexpr int kBlocksPerSM = 5;
 // Calls f(p0) for each of the block's chunks of its image, p0 the thread's first pixel in it.
 template <int V, typename F>
 __device__ __forceinline__ void for_each_chunk(const Geometry& g, F&& f) {
-  for (int64_t chunk = blockIdx.x % g.blocks_per_image; chunk < g.chunks; chunk += g.blocks_per_image) {
+  for (int64_t chunk = blockIdx.x % g.blocks_per_image; chunk < g.chunks;
+       chunk += g.blocks_per_image) {
     const int64_t p0 = (chunk * kThreads + threadIdx.x) * V;
     if (p0 < g.pixels) f(p0);
   }
@@ -315,7 +316,9 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   auto* image_counts = reinterpret_cast<unsigned long long*>(counts + image * 3 * kBins);
   for (int i = threadIdx.x; i < C * kBins; i += kThreads) {
-    if (block_counts[i] != 0) atomicAdd(image_counts + i, static_cast<unsigned long long>(block_counts[i]));
+    if (block_counts[i] != 0) {
+      atomicAdd(image_counts + i, static_cast<unsigned long long>(block_counts[i]));
+    }
   }
 }
 
@@ -337,7 +340,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   decode_block_program(prog, program, rows, image / g.frames);
   load_reduced<T>(reduced, partials, g, image, program.reduction);
   if (tables != nullptr) {
-    for (int i = threadIdx.x; i < 3 * kBins; i += kThreads) table[i] = tables[image * 3 * kBins + i];
+    for (int i = threadIdx.x; i < 3 * kBins; i += kThreads) {
+      table[i] = tables[image * 3 * kBins + i];
+    }
     if (threadIdx.x == 0) reduced.table = table;
   }
   __syncthreads();
@@ -427,7 +432,8 @@ template <typename T>
 Geometry kernel_geometry(const ColorGeometry& cg) {
   const int64_t chunks = ceil_div(cg.pixels, int64_t{kThreads} * kVec<T>);
   const int64_t images = std::max<int64_t>(cg.samples * cg.frames, 1);
-  const int64_t blocks_per_image = std::clamp<int64_t>(ceil_div(kTargetBlocks, images), 1, std::max<int64_t>(chunks, 1));
+  const int64_t blocks_per_image =
+      std::clamp<int64_t>(ceil_div(kTargetBlocks, images), 1, std::max<int64_t>(chunks, 1));
   return {cg.pixels, cg.frames, chunks, blocks_per_image, cg.interleaved ? 1 : cg.pixels,
           cg.interleaved ? cg.channels : 1};
 }
@@ -488,7 +494,8 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
       }
       if (equalize) {
         histograms<C, T, P, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
-            src, staged.mutable_data_ptr<T>(), g, program, rows, counts.mutable_data_ptr<int64_t>());
+            src, staged.mutable_data_ptr<T>(), g, program, rows,
+            counts.mutable_data_ptr<int64_t>());
         C10_CUDA_KERNEL_LAUNCH_CHECK();
         equalize_tables<<<ceil_div(images * 3, kThreads), kThreads, 0, stream>>>(
             counts.const_data_ptr<int64_t>(), tables.mutable_data_ptr<uint8_t>(), images * 3);

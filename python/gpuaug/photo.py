@@ -18,8 +18,7 @@ from torch import nn
 
 __all__ = ["Stage", "photometric", "ColorJitter", "RandomGrayscale", "RandomSolarize",
            "RandomPosterize", "RandomInvert", "RandomAutocontrast", "RandomEqualize",
-           "RandomChannelPermutation",
-           "RandomPhotometricDistort", "Compose"]
+           "RandomChannelPermutation", "RandomPhotometricDistort", "Compose"]
 
 
 class Stage:
@@ -53,7 +52,8 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
     posterize's bits, and for a channel permutation ``p0 + 3 p1 + 9 p2`` (output channel c takes
     input channel ``p_c``); grayscale and invert ignore theirs. ``order`` (int64 ``[K]`` or
     ``[N, K]``, rows permutations of ``0..K-1``) is the order a sample runs its slots in, and
-    ``apply`` (bool, same shapes) which it runs. At most one contrast stage.
+    ``apply`` (bool, same shapes) which it runs. At most one reduction stage (contrast,
+    autocontrast, equalize).
 
     ``image``: ``[C, H, W]``, ``[N, C, H, W]`` or ``[N, T, C, H, W]`` (frames share their
     sample's draws; contrast's mean is per frame, as torchvision's is per image), C = 1 or 3,
@@ -333,9 +333,10 @@ class RandomPhotometricDistort(_Photometric):
 class Compose(_Photometric):
     """Several of these transforms as one call of the op: their programs one after the other,
     then ``dtype`` (``to_dtype(scale=True)``) and ``mean``/``std`` (Normalize). A reduction stage
-    (contrast, autocontrast, equalize) needs the image as the stages before it leave it, so consecutive
-    transforms share a call while it holds at most one (ColorJitter and RandomPhotometricDistort
-    have a contrast stage each): ColorJitter then RandomAutocontrast is two calls."""
+    (contrast, autocontrast, equalize) needs the image as the stages before it leave it, so
+    consecutive transforms share a call while it holds at most one (ColorJitter and
+    RandomPhotometricDistort have a contrast stage each): ColorJitter then RandomAutocontrast is
+    two calls."""
 
     bounds: List[int]
 
