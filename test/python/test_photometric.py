@@ -326,8 +326,22 @@ def test_opcheck(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("stage", [Stage.AUTOCONTRAST, Stage.EQUALIZE])
+def test_opcheck_other_reductions(stage, device):
+    """The reduction passes other than contrast's: autocontrast's and equalize's histograms."""
+    image = make_image([3, 3, 6, 5], torch.uint8, device, seed=int(stage))
+    args = (image, [Stage.BRIGHTNESS, stage], torch.tensor([1.2, 0.0], device=device))
+    torch.library.opcheck(torch.ops.gpuaug.photometric.default, args,
+                          {"order": torch.tensor([[1, 0], [0, 1], [1, 0]], device=device)},
+                          test_utils=("test_schema", "test_faketensor",
+                                      "test_aot_dispatch_static", "test_aot_dispatch_dynamic"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_compile_dynamic_batch(device, fresh_dynamo):
-    transform = T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale()],
+    # two calls of the op: contrast's reduction, then equalize's histograms
+    transform = T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(),
+                           T.RandomEqualize(0.7)],
                           dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3)
 
     def run(image, params):
