@@ -75,12 +75,15 @@ struct SampleProgram {
   Step<P> steps[kMaxStages];
 };
 
-// The final conversion: mean / std only with a floating output.
+// The final conversion: mean / std only with a floating output, as one multiply-add,
+// v * inv_std + offset (offset = -mean / std; uint8 images' unscaled values take inv_std_u8 =
+// 1 / (255 std)): within two ulps of torchvision's scaling, subtraction and division.
 template <typename P>
 struct Output {
   bool normalize;
-  P mean[3];
   P inv_std[3];
+  P inv_std_u8[3];
+  P offset[3];
 };
 
 }  // namespace gpuaug
@@ -136,8 +139,9 @@ photo::Output<P> photometric_output(std::optional<c10::ArrayRef<double>> mean,
   photo::Output<P> o{};
   o.normalize = mean.has_value();
   for (size_t c = 0; o.normalize && c < mean->size(); ++c) {
-    o.mean[c] = static_cast<P>((*mean)[c]);
     o.inv_std[c] = static_cast<P>(1.0 / (*stddev)[c]);
+    o.inv_std_u8[c] = static_cast<P>(1.0 / (255.0 * (*stddev)[c]));
+    o.offset[c] = static_cast<P>(-(*mean)[c] / (*stddev)[c]);
   }
   return o;
 }

@@ -31,6 +31,14 @@ C10_HOST_DEVICE inline P clamp(P v, P low, P high) {
   return v < low ? low : (v > high ? high : v);  // NaN stays NaN, as torch.clamp
 }
 
+// clamp(v, 0, high) of a stage's result. uint8 images' results are truncated next, and a NaN (an
+// infinite factor times 0) has no uint8 value: fmin and fmax, two instructions, make it 0.
+template <typename T, typename P>
+C10_HOST_DEVICE inline P clamp_result(P v, P high) {
+  if constexpr (kIsU8<T>) return std::fmin(std::fmax(v, P(0)), high);
+  return clamp(v, P(0), high);
+}
+
 // A float result as torchvision's float tensor of the image's dtype holds it.
 template <typename T, typename P>
 C10_HOST_DEVICE inline P rounded(P v) {
@@ -78,11 +86,17 @@ C10_HOST_DEVICE inline P stored(P v) {
 
 // to_dtype(uint8, scale=True) of a floating value: times 255.999 in the image's dtype, truncated.
 // Saturates (NaN to 0) where torch's cast is undefined: bfloat16's product rounds up to 256 near
-// 1, which torchvision's CPU cast wraps to 0.
+// 1, which torchvision's CPU cast wraps to 0. (Clamping to integers first truncates the same.)
 template <typename T, typename P>
 C10_HOST_DEVICE inline P scaled_to_u8(P v) {
-  const P scaled = std::trunc(rounded<T>(v * P(255.999)));
-  return scaled >= P(0) ? (scaled < P(255) ? scaled : P(255)) : P(0);
+  return trunc_small(std::fmin(std::fmax(rounded<T>(v * P(255.999)), P(0)), P(255)));
+}
+
+// A uint8 output's value, as the compute type holds it (an integer in [0, 255]).
+template <typename T, typename P>
+C10_HOST_DEVICE inline P u8_value(P v) {
+  if constexpr (kIsU8<T>) return v;
+  return scaled_to_u8<T>(v);
 }
 
 // 0.2989 r + 0.587 g + 0.114 b, as torch's mul then two add(alpha=)s (each a fused multiply-add).
@@ -96,39 +110,89 @@ C10_HOST_DEVICE inline P gray(const P (&x)[3]) {
 // torchvision's _blend: clamp(image * ratio + other * (1 - ratio), 0, bound), stored.
 template <typename T, typename P>
 C10_HOST_DEVICE inline P blend(P v, P other, const Step<P>& s) {
-  return stored<T>(clamp(rounded<T>(std::fma(other, s.b, rounded<T>(v * s.a))), P(0), bound<T, P>()));
+  return stored<T>(clamp_result<T>(rounded<T>(std::fma(other, s.b, rounded<T>(v * s.a))), bound<T, P>()));
 }
 
 // x mod 1 with the divisor's sign (torch.remainder(x, 1), and fmod(x, 1) for x >= 0), exact:
 // for the values hue meets (-1 < x < 2) one subtraction or addition, exact by Sterbenz's lemma,
-// instead of the GPU's long fmod sequence.
-template <typename P>
+// instead of the GPU's long fmod sequence. Unit-range values (uint8 images) meet no others.
+template <bool kUnitRange, typename P>
 C10_HOST_DEVICE inline P mod1(P x) {
   const P r = x >= P(1) ? x - P(1) : (x < P(0) ? x + P(1) : x);  // selects: lanes agree on the rest
-  if (x > P(-1) && x < P(2)) return r;
+  if (kUnitRange || (x > P(-1) && x < P(2))) return r;
   const P f = std::fmod(x, P(1));
   return f < P(0) ? f + P(1) : f;
+}
+
+// Division for hue's unit-range values (uint8 images: k / 255, their differences, and quotients
+// in [0, 1]): on the GPU its quick path alone, with one refined reciprocal shared by the
+// quotients of one divisor. That path rounds correctly for normal operands and quotients, which
+// these are (test_photometric's test_hue_every_uint8_color checks all 2^24 colours); the
+// compiler's division adds a range check and a branch per quotient.
+template <typename P>
+struct UnitDivisor {
+  P b, r;
+  C10_HOST_DEVICE explicit UnitDivisor(P divisor) : b(divisor), r(P(1) / divisor) {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<P, float>) {
+      float approx;
+      asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(divisor));
+      r = fmaf(approx, fmaf(-divisor, approx, 1.0f), approx);
+    }
+#endif
+  }
+  C10_HOST_DEVICE P divide(P a) const {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<P, float>) {
+      const float q = a * r;
+      return fmaf(r, fmaf(-b, q, a), q);
+    }
+#endif
+    return a / b;
+  }
+};
+
+// clamp(v, 0, 1) of hue's intermediate values: without NaN handling where none can arise.
+template <bool kUnitRange, typename P>
+C10_HOST_DEVICE inline P clamp01(P v) {
+  if constexpr (kUnitRange) return std::fmin(std::fmax(v, P(0)), P(1));
+  return clamp(v, P(0), P(1));
 }
 
 // adjust_hue of one RGB pixel through HSV, on [0, 1] values: torchvision's _rgb_to_hsv and
 // _hsv_to_rgb. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by selects:
 // pixels of a warp differ in their largest channel, and a branch per case would run all three.
-template <typename P>
+// kUnitRange: the values are a uint8 image's, finite, in [0, 1] (quicker minima, maxima,
+// divisions, remainders and clamps, with the same results).
+template <bool kUnitRange, typename P>
 C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
-  const P maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
-  const P minc = r < g ? (r < b ? r : b) : (g < b ? g : b);
+  P maxc, minc;
+  if constexpr (kUnitRange) {
+    maxc = std::fmax(std::fmax(r, g), b);
+    minc = std::fmin(std::fmin(r, g), b);
+  } else {
+    maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
+    minc = r < g ? (r < b ? r : b) : (g < b ? g : b);
+  }
   const bool flat = maxc == minc;
   const P range = maxc - minc;
-  const P s = range / (flat ? P(1) : maxc);
-  const P divisor = flat ? P(1) : range;
   // red largest: bc - gc; green: (2 + rc) - bc; blue: (4 + gc) - rc (x + 0 is x: exact)
   const bool red = maxc == r, green = !red && maxc == g;
   const P first = red ? b : (green ? r : g);
   const P second = red ? g : (green ? b : r);
   const P offset = red ? P(0) : (green ? P(2) : P(4));
-  P h = ((maxc - first) / divisor + offset) - (maxc - second) / divisor;
-  h = mod1(h * P(1.0 / 6.0) + P(1));
-  h = mod1(h + hue);
+  P s, h;
+  if constexpr (kUnitRange) {
+    s = UnitDivisor<P>(flat ? P(1) : maxc).divide(range);
+    const UnitDivisor<P> divisor(flat ? P(1) : range);
+    h = (divisor.divide(maxc - first) + offset) - divisor.divide(maxc - second);
+  } else {
+    s = range / (flat ? P(1) : maxc);
+    const P divisor = flat ? P(1) : range;
+    h = ((maxc - first) / divisor + offset) - (maxc - second) / divisor;
+  }
+  h = mod1<kUnitRange>(h * P(1.0 / 6.0) + P(1));
+  h = mod1<kUnitRange>(h + hue);
   const P v = maxc;
   const P h6 = h * P(6);
   const P sector = trunc_small(h6);  // 0 <= h6 <= 6
@@ -137,9 +201,9 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   if (i >= 6) i -= 6;
   const P sxf = s * f;
   const P one_minus_s = P(1) - s;
-  const P q = clamp((P(1) - sxf) * v, P(0), P(1));
-  const P t = clamp((sxf + one_minus_s) * v, P(0), P(1));
-  const P p = clamp(one_minus_s * v, P(0), P(1));
+  const P q = clamp01<kUnitRange>((P(1) - sxf) * v);
+  const P t = clamp01<kUnitRange>((sxf + one_minus_s) * v);
+  const P p = clamp01<kUnitRange>(one_minus_s * v);
   // sectors 0-5 by selects (a switch would branch apart where a warp's pixels differ), 5 for
   // any other: (v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)
   r = i == 1 ? q : (i == 4 ? t : (i == 2 || i == 3 ? p : v));
@@ -198,7 +262,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
       GPUAUG_PHOTO_UNROLL
       for (int j = 0; j < V; ++j)
         GPUAUG_PHOTO_UNROLL
-        for (int c = 0; c < C; ++c) x[j][c] = stored<T>(clamp(rounded<T>(x[j][c] * s.a), P(0), kBound));
+        for (int c = 0; c < C; ++c) x[j][c] = stored<T>(clamp_result<T>(rounded<T>(x[j][c] * s.a), kBound));
       break;
     case kContrast:
       GPUAUG_PHOTO_UNROLL
@@ -225,12 +289,12 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
             P y[3];
             GPUAUG_PHOTO_UNROLL
             for (int c = 0; c < 3; ++c) y[c] = x[j][c] * P(1.0 / 255.0);
-            hue_shift(y[0], y[1], y[2], s.a);
+            hue_shift<true>(y[0], y[1], y[2], s.a);
             // to_dtype(uint8, scale=True): times 255.999, truncated
             GPUAUG_PHOTO_UNROLL
             for (int c = 0; c < 3; ++c) x[j][c] = trunc_small(y[c] * P(255.999));
           } else {
-            hue_shift(x[j][0], x[j][1], x[j][2], s.a);
+            hue_shift<false>(x[j][0], x[j][1], x[j][2], s.a);
             GPUAUG_PHOTO_UNROLL
             for (int c = 0; c < 3; ++c) x[j][c] = rounded<T>(x[j][c]);
           }
@@ -305,7 +369,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
         GPUAUG_PHOTO_UNROLL
         for (int c = 0; c < C; ++c) {
           const P stretched = rounded<T>(rounded<T>(x[j][c] - r.low[c]) / r.inv_scale[c]);
-          x[j][c] = stored<T>(clamp(stretched, P(0), kBound));
+          x[j][c] = stored<T>(clamp_result<T>(stretched, kBound));
         }
       break;
     case kEqualize:
@@ -404,17 +468,12 @@ C10_HOST_DEVICE inline P load(T v) {
 // The output: to_dtype(scale=True) from the image's dtype to out_t, then (v - mean) / std.
 template <typename T, typename out_t, typename P>
 C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
-  if constexpr (kIsU8<T> && kIsU8<out_t>) {
-    return static_cast<out_t>(small_int(v));  // an integer in [0, 255] already
-  } else if constexpr (kIsU8<T>) {
-    v = v * P(1.0 / 255.0);
-  } else if constexpr (kIsU8<out_t>) {
-    return static_cast<out_t>(scaled_to_u8<T>(v));
+  if constexpr (kIsU8<out_t>) {
+    return static_cast<out_t>(small_int(u8_value<T>(v)));
+  } else {
+    if (o.normalize) return static_cast<out_t>(std::fma(v, kIsU8<T> ? o.inv_std_u8[c] : o.inv_std[c], o.offset[c]));
+    return static_cast<out_t>(kIsU8<T> ? v * P(1.0 / 255.0) : v);
   }
-  if constexpr (!kIsU8<out_t>) {
-    if (o.normalize) v = (v - o.mean[c]) * o.inv_std[c];  // within an ulp of torch's division
-  }
-  return static_cast<out_t>(v);
 }
 
 // Decodes sample n's program: its stages in its order, without those it does not apply.

@@ -67,10 +67,24 @@ struct Runs {
   Vec<T, V> run[C];
   static __device__ __forceinline__ int flat(int c, int j) { return Interleaved ? j * C + c : c * V + j; }
   __device__ __forceinline__ T& at(int c, int j) { return run[flat(c, j) / V].v[flat(c, j) % V]; }
+  // The channel and pixel of flat index f, flat's inverse.
+  static __device__ __forceinline__ constexpr int channel(int f) { return Interleaved ? f % C : f / V; }
+  static __device__ __forceinline__ constexpr int pixel(int f) { return Interleaved ? f / C : f % V; }
   __device__ __forceinline__ int64_t offset(int64_t image_base, int64_t pixels, int64_t p0, int r) const {
     return Interleaved ? image_base + p0 * C + r * V : image_base + r * pixels + p0;
   }
 };
+
+// Element j of a run in the compute type. uint8 to float: 2^23 + the byte as one byte permute,
+// less 2^23 (exact), where a shift, a mask and an or would take three instructions.
+template <typename P, typename T, int V>
+__device__ __forceinline__ P load_element(const Vec<T, V>& run, int j) {
+  if constexpr (std::is_same_v<T, uint8_t> && std::is_same_v<P, float> && V == 4) {
+    const uint32_t word = reinterpret_cast<const uint32_t&>(run);
+    return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440u | j)) - 8388608.0f;
+  }
+  return load<P>(run.v[j]);
+}
 
 // The thread's pixels in the compute type: vector loads when aligned, else element by element
 // (pixels past the image's end read as 0 and are not stored).
@@ -86,7 +100,10 @@ __device__ __forceinline__ void load_pixels(const T* in, const Geometry& g, int6
 #pragma unroll
     for (int j = 0; j < V; ++j)
 #pragma unroll
-      for (int c = 0; c < C; ++c) x[j][c] = load<P>(r.at(c, j));
+      for (int c = 0; c < C; ++c) {
+        const int f = r.flat(c, j);
+        x[j][c] = load_element<P>(r.run[f / V], f % V);
+      }
   } else {
 #pragma unroll
     for (int j = 0; j < V; ++j) {
@@ -116,8 +133,23 @@ __device__ __forceinline__ void store_run(T* p, const Vec<T, V>& run) {
 template <int C, typename T, typename out_t, typename P, int V, bool Vectorized, bool Interleaved>
 __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int64_t image_base,
                                              int64_t p0, const P (&x)[V][3], const Output<P>& o) {
-  if constexpr (Vectorized) {
-    Runs<out_t, C, V, Interleaved> r;
+  using R = Runs<out_t, C, V, Interleaved>;
+  if constexpr (Vectorized && kIsU8<out_t> && std::is_same_v<P, float> && V == 4) {
+    // each byte the low byte of 2^23 + its value, four packed by three byte permutes
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      uint32_t bits[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const int f = k * V + e;
+        bits[e] = __float_as_uint(u8_value<T>(x[R::pixel(f)][R::channel(f)]) + 8388608.0f);
+      }
+      const uint32_t word = __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u),
+                                        __byte_perm(bits[2], bits[3], 0x0040u), 0x5410u);
+      store_word(reinterpret_cast<uint32_t*>(out + R().offset(image_base, g.pixels, p0, k)), word);
+    }
+  } else if constexpr (Vectorized) {
+    R r;
 #pragma unroll
     for (int j = 0; j < V; ++j)
 #pragma unroll
@@ -277,6 +309,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     P x[V][3];
     reach_reduction<C, T, P, V, Vectorized, Interleaved>(in, staged, g, image * C * g.pixels, p0,
                                                          prog, prog_none, x);
+    if (kind == kContrast) {  // the chunk's grays summed first: one double addition per chunk
+      P grays = 0;
+#pragma unroll
+      for (int j = 0; j < V; ++j) grays += p0 + j < g.pixels ? contrast_gray<C, T>(x[j]) : P(0);
+      stats[0] += grays;
+      return;
+    }
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       if (p0 + j < g.pixels) add_pixel_stats<C, T>(kind, x[j], stats);

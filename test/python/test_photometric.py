@@ -376,6 +376,23 @@ def test_torchscript(name, tmp_path):
     assert loaded(image).shape == image.shape
 
 
+@requires_torchvision
+@requires_cuda
+def test_hue_every_uint8_color():
+    """adjust_hue of each of the 2^24 uint8 colours equals torchvision's exactly: on uint8 images
+    the CUDA kernel divides through a reciprocal it shares between quotients (and no range
+    check), where torch divides each on its own; both must round every quotient correctly."""
+    code = torch.arange(1 << 24, dtype=torch.int32)
+    colors = torch.stack([code & 255, code >> 8 & 255, code >> 16]).to(torch.uint8)
+    colors = colors.view(3, 4096, 4096)
+    hues = [-0.5, -0.3, 0.0625, 0.1, 0.5]
+    factors = torch.tensor(hues, device="cuda").view(-1, 1)
+    out = gpuaug.photometric(colors.cuda().expand(len(hues), -1, -1, -1), [Stage.HUE], factors)
+    for n, hue in enumerate(hues):
+        expected = F.adjust_hue(colors, hue)
+        assert torch.equal(out[n].cpu(), expected), f"hue {hue}"
+
+
 @requires_cuda
 def test_cuda_graph():
     """Draws and transform captured together: each replay draws anew, as eager would."""
