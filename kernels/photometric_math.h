@@ -476,6 +476,31 @@ C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
   }
 }
 
+// A stage's step: its kind, its factor and what derives from the factor.
+template <typename P>
+C10_HOST_DEVICE inline Step<P> make_step(int kind, P factor) {
+  Step<P> s{kind, factor, P(0)};
+  if (kind == kContrast || kind == kSaturation) {
+    s.b = P(1.0 - static_cast<double>(factor));  // _blend's alpha, a Python float
+  } else if (kind == kPosterize) {
+    s.b = P(int64_t{1} << (static_cast<int>(factor) & 15));
+  }
+  return s;
+}
+
+C10_HOST_DEVICE inline bool is_reduction(int kind) {
+  return kind == kContrast || kind == kAutocontrast || kind == kEqualize;
+}
+
+// The slot sample n runs at position j of its order, or -1 where it runs none there: outside
+// 0..K-1 (not a permutation: the op's documented "skipped") or not applied.
+C10_HOST_DEVICE inline int64_t applied_slot(int k, const int64_t* order, const bool* apply,
+                                            int64_t n, int j) {
+  const int64_t slot = order ? order[n * k + j] : j;
+  if (slot < 0 || slot >= k) return -1;
+  return apply && !apply[n * k + slot] ? -1 : slot;
+}
+
 // Decodes sample n's program: its stages in its order, without those it does not apply.
 template <typename P>
 C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const P* factors,
@@ -485,22 +510,10 @@ C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const P* 
   prog.reduce_at = -1;
   const int k = program.count;
   for (int j = 0; j < k; ++j) {
-    const int64_t slot = order ? order[n * k + j] : j;
-    if (slot < 0 || slot >= k) continue;  // not a permutation: the op's documented "skipped"
-    if (apply && !apply[n * k + slot]) continue;
-    Step<P> s;
-    s.kind = program.kinds[slot];
-    s.a = factors[n * k + slot];
-    s.b = P(0);
-    if (s.kind == kContrast || s.kind == kSaturation) {
-      s.b = P(1.0 - static_cast<double>(s.a));  // _blend's alpha, a Python float
-    } else if (s.kind == kPosterize) {
-      s.b = P(int64_t{1} << (static_cast<int>(s.a) & 15));
-    }
-    const bool reduction = s.kind == kContrast || s.kind == kAutocontrast || s.kind == kEqualize;
-    if (prog.reduce_at < 0 && reduction) {
-      prog.reduce_at = prog.count;
-    }
+    const int64_t slot = applied_slot(k, order, apply, n, j);
+    if (slot < 0) continue;
+    const Step<P> s = make_step(program.kinds[slot], factors[n * k + slot]);
+    if (prog.reduce_at < 0 && is_reduction(s.kind)) prog.reduce_at = prog.count;
     prog.steps[prog.count++] = s;
   }
   return prog;

@@ -19,6 +19,7 @@
 #include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <cuda_pipeline.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -86,17 +87,32 @@ __device__ __forceinline__ P load_element(const Vec<T, V>& run, int j) {
   return load<P>(run.v[j]);
 }
 
-// The thread's pixels in the compute type: vector loads when aligned, else element by element
-// (pixels past the image's end read as 0 and are not stored).
-template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
-__device__ __forceinline__ void load_pixels(const T* in, const Geometry& g, int64_t image_base,
-                                            int64_t p0, P (&x)[V][3]) {
-  if constexpr (Vectorized) {
+// The thread's chunk as loaded: its C runs by vector loads where the image is aligned (nothing
+// past the image's end); nothing otherwise, where unpack_pixels loads element by element.
+template <int C, typename T, int V, bool Vectorized, bool Interleaved>
+__device__ __forceinline__ Runs<T, C, V, Interleaved> fetch_runs(const T* in, const Geometry& g,
+                                                                int64_t image_base, int64_t p0) {
+  if constexpr (!Vectorized) {
+    return {};
+  } else {
     Runs<T, C, V, Interleaved> r;
+    if (p0 < g.pixels) {
 #pragma unroll
-    for (int k = 0; k < C; ++k) {
-      r.run[k] = *reinterpret_cast<const Vec<T, V>*>(in + r.offset(image_base, g.pixels, p0, k));
+      for (int k = 0; k < C; ++k) {
+        r.run[k] = *reinterpret_cast<const Vec<T, V>*>(in + r.offset(image_base, g.pixels, p0, k));
+      }
     }
+    return r;
+  }
+}
+
+// The thread's pixels in the compute type, from its fetched runs, or element by element (pixels
+// past the image's end read as 0 and are not stored).
+template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
+__device__ __forceinline__ void unpack_pixels(const Runs<T, C, V, Interleaved>& r, const T* in,
+                                              const Geometry& g, int64_t image_base, int64_t p0,
+                                              P (&x)[V][3]) {
+  if constexpr (Vectorized) {
 #pragma unroll
     for (int j = 0; j < V; ++j)
 #pragma unroll
@@ -114,6 +130,13 @@ __device__ __forceinline__ void load_pixels(const T* in, const Geometry& g, int6
       }
     }
   }
+}
+
+template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
+__device__ __forceinline__ void load_pixels(const T* in, const Geometry& g, int64_t image_base,
+                                            int64_t p0, P (&x)[V][3]) {
+  unpack_pixels<C, T, P, V, Vectorized, Interleaved>(
+      fetch_runs<C, T, V, Vectorized, Interleaved>(in, g, image_base, p0), in, g, image_base, p0, x);
 }
 
 // A run stored as whole words (launch.cuh's chunks): a plain store of a 16-byte Vec comes out of
@@ -184,23 +207,67 @@ __device__ __forceinline__ void for_each_chunk(const Geometry& g, F&& f) {
   }
 }
 
-// Sample n's program into shared memory: K threads read its slots in parallel, thread 0 orders
-// them.
+// Calls f(p0, runs) for each of the block's chunks of image_base's image, runs the thread's
+// pixels there as fetch_runs loads them. Vectorized, each chunk's runs are copied into shared
+// memory by cp.async while the thread computes the chunk before (ncu: a third of the element-wise
+// kernel's warps waited on their loads; a prefetch into registers spilled under its register cap).
+template <int C, typename T, int V, bool Vectorized, bool Interleaved, typename F>
+__device__ __forceinline__ void for_each_chunk_of(const T* in, const Geometry& g,
+                                                  int64_t image_base, F&& f) {
+  using R = Runs<T, C, V, Interleaved>;
+  if constexpr (!Vectorized) {
+    for_each_chunk<V>(g, [&](int64_t p0) { f(p0, R{}); });
+  } else {
+    __shared__ Vec<T, V> staged_runs[2][C][kThreads];  // [buffer][run][thread]
+    const auto first_pixel = [&](int64_t chunk) { return (chunk * kThreads + threadIdx.x) * V; };
+    const auto copy_async = [&](int64_t chunk, int buffer) {
+      const int64_t p0 = first_pixel(chunk);
+      if (p0 < g.pixels) {
+#pragma unroll
+        for (int k = 0; k < C; ++k) {
+          __pipeline_memcpy_async(&staged_runs[buffer][k][threadIdx.x],
+                                  in + R().offset(image_base, g.pixels, p0, k), sizeof(Vec<T, V>));
+        }
+      }
+      __pipeline_commit();  // a group even when empty: wait_prior counts groups
+    };
+    int64_t chunk = blockIdx.x % g.blocks_per_image;
+    copy_async(chunk, 0);
+    for (int buffer = 0; chunk < g.chunks; chunk += g.blocks_per_image, buffer ^= 1) {
+      // the other buffer's runs were read (and used) in the last iteration
+      copy_async(chunk + g.blocks_per_image, buffer ^ 1);
+      __pipeline_wait_prior(1);  // this chunk's copies have landed
+      const int64_t p0 = first_pixel(chunk);
+      if (p0 >= g.pixels) continue;
+      R r;
+#pragma unroll
+      for (int k = 0; k < C; ++k) r.run[k] = staged_runs[buffer][k][threadIdx.x];
+      f(p0, r);
+    }
+  }
+}
+
+// Sample n's program into shared memory, by warp 0 (kMaxStages <= 32): lane j takes position j
+// of the sample's order, and a ballot gives each applied step its place (decode's loop, without
+// its serial chain through local memory, which every block's threads waited on).
 template <typename P>
 __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, const Program& program,
                                                      const Rows<P>& rows, int64_t n) {
-  __shared__ P factors[kMaxStages];
-  __shared__ int64_t order[kMaxStages];
-  __shared__ bool apply[kMaxStages];
+  static_assert(kMaxStages <= 32);
+  if (threadIdx.x >= 32) return;
   const int k = program.count;
-  if (threadIdx.x < k) {
-    const int64_t i = n * k + threadIdx.x;
-    factors[threadIdx.x] = rows.factors[i];
-    order[threadIdx.x] = rows.order ? rows.order[i] : threadIdx.x;
-    apply[threadIdx.x] = rows.apply ? rows.apply[i] : true;
+  const int j = threadIdx.x;
+  const int64_t slot = j < k ? applied_slot(k, rows.order, rows.apply, n, j) : -1;
+  Step<P> s{};
+  if (slot >= 0) s = make_step(program.kinds[slot], rows.factors[n * k + slot]);
+  const unsigned applied = __ballot_sync(0xFFFFFFFFu, slot >= 0);
+  const unsigned reductions = __ballot_sync(0xFFFFFFFFu, slot >= 0 && is_reduction(s.kind));
+  const unsigned before = (1u << j) - 1;  // the positions before j (j < 32)
+  if (slot >= 0) prog.steps[__popc(applied & before)] = s;
+  if (j == 0) {
+    prog.count = __popc(applied);
+    prog.reduce_at = reductions ? __popc(applied & ((reductions & -reductions) - 1)) : -1;
   }
-  __syncthreads();
-  if (threadIdx.x == 0) prog = decode(program, factors, order, apply, 0);
 }
 
 // `image`'s statistics from its blocks' partials ([blocks, kStats]), combined in a fixed order,
@@ -258,15 +325,19 @@ __device__ __forceinline__ void block_stats(int kind, double (&stats)[kStats], d
   }
 }
 
-// What each image's reduction step reads, into shared `reduced` (zeros without a reduction).
+// What each image's reduction step reads, into shared `reduced` (zeros without a reduction; the
+// equalize tables at `table`), by warp 1, while warp 0 decodes the program.
 template <typename T, typename P>
 __device__ __forceinline__ void load_reduced(Reduced<P>& reduced, const double* partials,
-                                             const Geometry& g, int64_t image, int kind) {
-  if (threadIdx.x >= 32) return;
+                                             const Geometry& g, int64_t image, int kind,
+                                             const uint8_t* table = nullptr) {
+  static_assert(kThreads >= 64);
+  if (threadIdx.x / 32 != 1) return;
   double stats[kStats];
   if (partials != nullptr) warp_image_stats(partials, g, image, kind, stats);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 32) {
     reduced = partials != nullptr ? finish_reduction<T, P>(kind, stats, g.pixels) : Reduced<P>{};
+    reduced.table = table;
   }
 }
 
@@ -274,11 +345,11 @@ __device__ __forceinline__ void load_reduced(Reduced<P>& reduced, const double* 
 // statistics); kept in `staged` (the image's dtype holds each step's result exactly) for the
 // element-wise pass to resume from, where given and steps precede the reduction.
 template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
-__device__ __forceinline__ void reach_reduction(const T* in, T* staged, const Geometry& g,
-                                                int64_t image_base, int64_t p0,
-                                                const SampleProgram<P>& prog,
+__device__ __forceinline__ void reach_reduction(const Runs<T, C, V, Interleaved>& runs, const T* in,
+                                                T* staged, const Geometry& g, int64_t image_base,
+                                                int64_t p0, const SampleProgram<P>& prog,
                                                 const Reduced<P>& none, P (&x)[V][3]) {
-  load_pixels<C, T, P, V, Vectorized, Interleaved>(in, g, image_base, p0, x);
+  unpack_pixels<C, T, P, V, Vectorized, Interleaved>(runs, in, g, image_base, p0, x);
   run_steps<C, T>(prog, 0, prog.reduce_at, x, none);
   if (staged != nullptr && prog.reduce_at > 0) {
     store_pixels<C, T, T, P, V, Vectorized, Interleaved>(staged, g, image_base, p0, x, Output<P>{});
@@ -305,10 +376,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     if (threadIdx.x < kStats) partials[blockIdx.x * kStats + threadIdx.x] = stats[threadIdx.x];
     return;
   }
-  for_each_chunk<V>(g, [&](int64_t p0) {
+  const int64_t image_base = image * C * g.pixels;
+  for_each_chunk_of<C, T, V, Vectorized, Interleaved>(in, g, image_base, [&](int64_t p0,
+                                                                              const auto& runs) {
     P x[V][3];
-    reach_reduction<C, T, P, V, Vectorized, Interleaved>(in, staged, g, image * C * g.pixels, p0,
-                                                         prog, prog_none, x);
+    reach_reduction<C, T, P, V, Vectorized, Interleaved>(runs, in, staged, g, image_base, p0, prog,
+                                                         prog_none, x);
     if (kind == kContrast) {  // the chunk's grays summed first: one double addition per chunk
       P grays = 0;
 #pragma unroll
@@ -340,10 +413,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = threadIdx.x; i < C * kBins; i += kThreads) block_counts[i] = 0;
   __syncthreads();
   if (prog.reduce_at < 0) return;  // the sample does not equalize
-  for_each_chunk<V>(g, [&](int64_t p0) {
+  const int64_t image_base = image * C * g.pixels;
+  for_each_chunk_of<C, T, V, Vectorized, Interleaved>(in, g, image_base, [&](int64_t p0,
+                                                                              const auto& runs) {
     P x[V][3];
-    reach_reduction<C, T, P, V, Vectorized, Interleaved>(in, staged, g, image * C * g.pixels, p0,
-                                                         prog, prog_none, x);
+    reach_reduction<C, T, P, V, Vectorized, Interleaved>(runs, in, staged, g, image_base, p0, prog,
+                                                         prog_none, x);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
 #pragma unroll
@@ -377,21 +452,22 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   __shared__ uint8_t table[3 * kBins];
   const int64_t image = blockIdx.x / g.blocks_per_image;
   decode_block_program(prog, program, rows, image / g.frames);
-  load_reduced<T>(reduced, partials, g, image, program.reduction);
+  load_reduced<T>(reduced, partials, g, image, program.reduction,
+                  tables != nullptr ? table : nullptr);
   if (tables != nullptr) {
     for (int i = threadIdx.x; i < 3 * kBins; i += kThreads) {
       table[i] = tables[image * 3 * kBins + i];
     }
-    if (threadIdx.x == 0) reduced.table = table;
   }
   __syncthreads();
   const int64_t image_base = image * C * g.pixels;
   // resumes at the reduction step where the reduction pass kept the pixels there
   const int first = staged != nullptr && prog.reduce_at > 0 ? prog.reduce_at : 0;
   const T* from = first > 0 ? staged : in;
-  for_each_chunk<V>(g, [&](int64_t p0) {
+  for_each_chunk_of<C, T, V, Vectorized, Interleaved>(from, g, image_base, [&](int64_t p0,
+                                                                                const auto& runs) {
     P x[V][3];
-    load_pixels<C, T, P, V, Vectorized, Interleaved>(from, g, image_base, p0, x);
+    unpack_pixels<C, T, P, V, Vectorized, Interleaved>(runs, from, g, image_base, p0, x);
     run_steps<C, T>(prog, first, prog.count, x, reduced);
     store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(out, g, image_base, p0, x, o);
   });

@@ -115,23 +115,23 @@ def _params(factors: torch.Tensor, order: torch.Tensor,
     return {"factors": factors, "order": order, "apply": apply}
 
 
-def _identity_order(n: int, k: int, image: torch.Tensor) -> torch.Tensor:
-    return torch.arange(k, device=image.device).expand(n, k)
-
-
 class _Photometric(nn.Module):
-    """What every transform shares: its stages, its draws' generator, the output conversion."""
+    """What every transform shares: its stages, its draws' generator, the output conversion.
+    A transform's draws are ``uniforms`` uniforms per sample, made into its parameters by
+    ``_params_from``: a Compose draws them for all its transforms at once."""
 
     stages: List[int]
+    uniforms: int
     dtype: Optional[torch.dtype]
     mean: Optional[List[float]]
     std: Optional[List[float]]
     generator: Optional[torch.Generator]
 
-    def __init__(self, stages: List[int], generator: Optional[torch.Generator],
+    def __init__(self, stages: List[int], uniforms: int, generator: Optional[torch.Generator],
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
         super().__init__()
+        self.uniforms = uniforms
         if (mean is None) != (std is None):
             raise ValueError("gpuaug.transforms: 'mean' and 'std' normalise together: pass both "
                              "or neither")
@@ -157,6 +157,11 @@ class _Photometric(nn.Module):
             dtype=self.dtype, mean=self.mean, std=self.std)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """This transform's draws for ``image``: ``factors``, ``order`` and ``apply``."""
+        return self._params_from(_rand([_samples(image), self.uniforms], image, self.generator),
+                                 image)
+
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         raise NotImplementedError
 
 
@@ -174,7 +179,7 @@ class ColorJitter(_Photometric):
                  generator: Optional[torch.Generator] = None,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
-        super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE],
+        super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE], 8,
                          generator, dtype, mean, std)
         ranges = [_uniform("brightness", brightness), _uniform("contrast", contrast),
                   _uniform("saturation", saturation),
@@ -182,27 +187,18 @@ class ColorJitter(_Photometric):
         self.enabled = [r is not None for r in ranges]
         low = [0.0 if r is None else r[0] for r in ranges]
         scale = [0.0 if r is None else r[1] - r[0] for r in ranges]
-        # rows: low, high - low, enabled
-        self.register_buffer("constants", torch.tensor([low, scale, self.enabled],
-                                                       dtype=torch.float32), persistent=False)
+        # rows: low, high - low
+        self.register_buffer("constants", torch.tensor([low, scale], dtype=torch.float32),
+                             persistent=False)
+        self.register_buffer("apply_row", torch.tensor(self.enabled), persistent=False)
 
-    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        n = _samples(image)
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self.constants = self._on_device(self.constants, image)
+        self.apply_row = self._on_device(self.apply_row, image)
         c = self.constants
-        u = _rand([n, 8], image, self.generator)
         factors = torch.addcmul(c[0], u[:, :4], c[1])
         order = torch.argsort(u[:, 4:], dim=1)
-        apply = (c[2] != 0).expand(n, 4)
-        return _params(factors, order, apply)
-
-
-def _random_apply_params(image: torch.Tensor, factor: float, p: float,
-                         generator: Optional[torch.Generator]) -> Dict[str, torch.Tensor]:
-    n = _samples(image)
-    apply = _rand([n, 1], image, generator) < p
-    factors = torch.full([n, 1], factor, device=image.device)
-    return _params(factors, _identity_order(n, 1, image), apply)
+        return _params(factors, order, self.apply_row.expand(u.shape[0], 4))
 
 
 class _RandomApply(_Photometric):
@@ -210,14 +206,24 @@ class _RandomApply(_Photometric):
 
     def __init__(self, stage: int, factor: float, p: float,
                  generator: Optional[torch.Generator]) -> None:
-        super().__init__([stage], generator)
+        super().__init__([stage], 1, generator)
         if not 0.0 <= p <= 1.0:
             raise ValueError("`p` should be a floating point value in the interval [0.0, 1.0].")
         self.p = float(p)
         self.factor = float(factor)
+        # the factor and the order of every sample: broadcast, not made anew per call
+        self.register_buffer("factor_row", torch.tensor([float(factor)]), persistent=False)
+        self.register_buffer("order_row", torch.zeros(1, dtype=torch.long), persistent=False)
 
-    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        return _random_apply_params(image, self.factor, self.p, self.generator)
+    def _check(self, image: torch.Tensor) -> None:
+        pass
+
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        self._check(image)
+        self.factor_row = self._on_device(self.factor_row, image)
+        self.order_row = self._on_device(self.order_row, image)
+        n = u.shape[0]
+        return _params(self.factor_row.expand(n, 1), self.order_row.expand(n, 1), u < self.p)
 
 
 class RandomGrayscale(_RandomApply):
@@ -235,12 +241,11 @@ class RandomSolarize(_RandomApply):
                  generator: Optional[torch.Generator] = None) -> None:
         super().__init__(Stage.SOLARIZE, threshold, p, generator)
 
-    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+    def _check(self, image: torch.Tensor) -> None:
         bound = 255.0 if image.dtype == torch.uint8 else 1.0
         if self.factor > bound:
             raise TypeError("Threshold should be less or equal the maximum value of the dtype, "
                             f"but got {self.factor}")
-        return _random_apply_params(image, self.factor, self.p, self.generator)
 
 
 class RandomPosterize(_RandomApply):
@@ -282,16 +287,18 @@ class RandomChannelPermutation(_Photometric):
     """torchvision.transforms.v2.RandomChannelPermutation, a permutation per sample."""
 
     def __init__(self, *, generator: Optional[torch.Generator] = None) -> None:
-        super().__init__([Stage.PERMUTE_CHANNELS], generator)
+        super().__init__([Stage.PERMUTE_CHANNELS], 3, generator)
         self.register_buffer("powers", torch.tensor([1.0, 3.0, 9.0]), persistent=False)
+        self.register_buffer("order_row", torch.zeros(1, dtype=torch.long), persistent=False)
+        self.register_buffer("apply_row", torch.ones(1, dtype=torch.bool), persistent=False)
 
-    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        n = _samples(image)
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self.powers = self._on_device(self.powers, image)
-        u = _rand([n, 3], image, self.generator)
+        self.order_row = self._on_device(self.order_row, image)
+        self.apply_row = self._on_device(self.apply_row, image)
+        n = u.shape[0]
         factors = _permutation_codes(u, image.shape[-3], self.powers)
-        apply = torch.ones([n, 1], dtype=torch.bool, device=image.device)
-        return _params(factors, _identity_order(n, 1, image), apply)
+        return _params(factors, self.order_row.expand(n, 1), self.apply_row.expand(n, 1))
 
 
 class RandomPhotometricDistort(_Photometric):
@@ -305,7 +312,7 @@ class RandomPhotometricDistort(_Photometric):
                  hue: Tuple[float, float] = (-0.05, 0.05), p: float = 0.5, *,
                  generator: Optional[torch.Generator] = None) -> None:
         super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE,
-                          Stage.PERMUTE_CHANNELS], generator)
+                          Stage.PERMUTE_CHANNELS], 13, generator)
         ranges = [brightness, contrast, saturation, hue]
         self.p = float(p)
         # rows: low, high - low (brightness, contrast, saturation, hue), the permutation's powers
@@ -317,12 +324,10 @@ class RandomPhotometricDistort(_Photometric):
         self.register_buffer("orders", torch.tensor([[0, 1, 2, 3, 4], [0, 2, 3, 1, 4]]),
                              persistent=False)
 
-    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        n = _samples(image)
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self.constants = self._on_device(self.constants, image)
         self.orders = self._on_device(self.orders, image)
         c = self.constants
-        u = _rand([n, 13], image, self.generator)
         factors = torch.cat([torch.addcmul(c[0], u[:, :4], c[1]),
                              _permutation_codes(u[:, 4:7], image.shape[-3], c[2, :3])], dim=1)
         apply = u[:, 7:12] < self.p
@@ -339,6 +344,8 @@ class Compose(_Photometric):
     two calls."""
 
     bounds: List[int]
+    columns: List[int]
+    own_generators: bool
 
     def __init__(self, transforms: Sequence[_Photometric], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
@@ -360,9 +367,15 @@ class Compose(_Photometric):
             reductions += own
             stages += t.stages
         bounds.append(len(stages))
-        super().__init__(stages, None, dtype, mean, std)
+        super().__init__(stages, sum(t.uniforms for t in transforms), None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
         self.bounds = bounds
+        # each transform's columns of the Compose's uniforms, drawn in one call (a few kernels
+        # per transform less) unless a transform draws with a generator of its own
+        self.columns = [0]
+        for t in transforms:
+            self.columns.append(self.columns[-1] + t.uniforms)
+        self.own_generators = any(t.generator is not None for t in transforms)
         # each slot's offset: a transform's order indexes its own slots
         offsets: List[int] = []
         for t in transforms:
@@ -374,8 +387,14 @@ class Compose(_Photometric):
         factors: List[torch.Tensor] = []
         orders: List[torch.Tensor] = []
         applies: List[torch.Tensor] = []
-        for t in self.transforms:
-            p = t.sample_params(image)
+        u: Optional[torch.Tensor] = None
+        if not self.own_generators:
+            u = _rand([_samples(image), self.uniforms], image, None)
+        for i, t in enumerate(self.transforms):
+            if u is None:
+                p = t.sample_params(image)
+            else:
+                p = t._params_from(u[:, self.columns[i]:self.columns[i + 1]], image)
             factors.append(p["factors"])
             orders.append(p["order"])
             applies.append(p["apply"])
