@@ -5,9 +5,10 @@
 // that the element-wise kernel resumes there instead of running the earlier steps again. That
 // kernel runs every pixel through its sample's program, each block combining its image's partials
 // (in a fixed order: the same bits on every run). Each thread takes V pixels (kVec): 16-byte
-// loads per channel plane (or per run of interleaved pixels) where the image is aligned, else per
-// element (uint8: 4 pixels, see kVec). A block's pixels belong to one image, and it loops over
-// several chunks of them; its sample's program is decoded into shared memory.
+// copies per channel plane (or per run of interleaved pixels) where the image is aligned, else
+// per element (uint8: 4 pixels, see kVec). A block's pixels belong to one image, and it loops
+// over several chunks of them, copying the next chunk into shared memory (cp.async) while it
+// computes this one; its sample's program is decoded into shared memory.
 // The backward (floating images) runs the same reduction for the mean, then, with contrast, a
 // reduction of the mean's gradient (each pixel back to its contrast step), then one kernel that
 // takes each pixel back through every step (kernels/photometric_grad.h).
