@@ -216,6 +216,7 @@ class _RandomApply(_Photometric):
         self.register_buffer("order_row", torch.zeros(1, dtype=torch.long), persistent=False)
 
     def _check(self, image: torch.Tensor) -> None:
+        # RandomSolarize's check of its threshold (a hook: TorchScript has no super())
         pass
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:

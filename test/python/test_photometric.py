@@ -284,6 +284,28 @@ def test_per_sample_draws(device):
     assert 0.35 < rate < 0.65
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_compose_draws(device):
+    """A Compose draws its transforms' uniforms in one call, unless they have generators of their
+    own: then each draws with its own, reproducibly."""
+    image = make_image([32, 3, 4, 4], torch.uint8, device, seed=7)
+
+    def compose(seed):
+        g = torch.Generator(device=device).manual_seed(seed)
+        return T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1, generator=g),
+                          T.RandomInvert(generator=g), T.RandomSolarize(128.0, generator=g)])
+    p1, p2 = compose(3).sample_params(image), compose(3).sample_params(image)
+    for key in p1:
+        assert torch.equal(p1[key], p2[key])
+    torch.manual_seed(5)
+    shared = T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomInvert(0.5)])
+    params = shared.sample_params(image)
+    assert params["factors"].shape == (32, 5) and params["order"].shape == (32, 5)
+    rate = params["apply"][:, 4].double().mean().item()
+    assert 0.2 < rate < 0.8 and params["apply"][:, :4].all()
+    assert sorted(params["order"][0, :4].tolist()) == [0, 1, 2, 3] and params["order"][0, 4] == 4
+
+
 def test_jitter_ranges_as_torchvision():
     j = T.ColorJitter(brightness=(0.5, 0.9), contrast=0.0, hue=0.2)
     assert j.enabled == [True, False, False, True]
