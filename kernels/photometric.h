@@ -77,7 +77,8 @@ struct SampleProgram {
 
 // The final conversion: mean / std only with a floating output, as one multiply-add,
 // v * inv_std + offset (offset = -mean / std; uint8 images' unscaled values take inv_std_u8 =
-// 1 / (255 std)): within two ulps of torchvision's scaling, subtraction and division.
+// 1 / (255 std)): within two ulps of torchvision's scaling, subtraction and division. Without
+// normalisation inv_std_u8 is 1/255 and offset 0 (uint8 to floating is that product).
 template <typename P>
 struct Output {
   bool normalize;
@@ -138,6 +139,7 @@ photo::Output<P> photometric_output(std::optional<c10::ArrayRef<double>> mean,
                                           std::optional<c10::ArrayRef<double>> stddev) {
   photo::Output<P> o{};
   o.normalize = mean.has_value();
+  for (int c = 0; c < 3; ++c) o.inv_std_u8[c] = static_cast<P>(1.0 / 255.0);  // to_dtype's scale
   for (size_t c = 0; o.normalize && c < mean->size(); ++c) {
     o.inv_std[c] = static_cast<P>(1.0 / (*stddev)[c]);
     o.inv_std_u8[c] = static_cast<P>(1.0 / (255.0 * (*stddev)[c]));

@@ -471,8 +471,11 @@ C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
   if constexpr (kIsU8<out_t>) {
     return static_cast<out_t>(small_int(u8_value<T>(v)));
   } else {
-    if (o.normalize) return static_cast<out_t>(std::fma(v, kIsU8<T> ? o.inv_std_u8[c] : o.inv_std[c], o.offset[c]));
-    return static_cast<out_t>(kIsU8<T> ? v * P(1.0 / 255.0) : v);
+    // uint8 images: one multiply-add with or without normalisation (then 1/255 and 0: the
+    // product alone, exactly), so the GPU's stores are not both paths under a predicate
+    if constexpr (kIsU8<T>) return static_cast<out_t>(std::fma(v, o.inv_std_u8[c], o.offset[c]));
+    if (o.normalize) return static_cast<out_t>(std::fma(v, o.inv_std[c], o.offset[c]));
+    return static_cast<out_t>(v);
   }
 }
 

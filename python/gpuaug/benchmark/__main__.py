@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--only", nargs="+", metavar="NAME", help="cases (and reports) whose name starts so")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    # Tests of the harness run it on the CPU, timed by the host clock.
+    # Tests of the harness (test_benchmark.py) run it on the CPU, timed by the host clock.
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:

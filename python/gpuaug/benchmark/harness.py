@@ -70,51 +70,74 @@ def input_sets(make_inputs: Callable[[], tuple[Any, ...]],
     return [first] + [make_inputs() for _ in range(count - 1)]
 
 
-# What the GPU is held for per call of a burst: more than the host needs to launch one.
+# What the GPU is held for per call of a burst, at least: more than the host needs to launch one
+# call of most cases. Where a calibration burst shows the host needs longer, the hold is longer.
 HOLD_US_PER_CALL = 30
+
+
+@dataclasses.dataclass
+class Timing:
+    gpu_ms: float   # median time of one call between CUDA events (the host clock on a CPU)
+    host_ms: float  # median time the host took to launch one call
 
 
 def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.device,
               warmup: int, runs: int, latency: bool = False, hold_gpu: bool = True) -> float:
-    """Median time of one call, from CUDA events on a GPU (the host clock on a CPU). Each sample
-    times a burst of calls lasting about half a millisecond, queued behind a kernel that holds
-    the GPU until the host has enqueued them all (nvbench's blocking kernel), so that the number
-    is the GPU's time per call, not the host's: on an H100's host, launching a call took 15-27 us
-    that the GPU ran in 15 us. The hold is HOLD_US_PER_CALL per call of the burst: a call whose
-    host work takes longer (a Python loop, the autograd engine) is timed at the host's pace.
-    With `latency`, single synchronised calls instead; without `hold_gpu`, no hold."""
+    return timed(fn, sets, device, warmup, runs, latency, hold_gpu).gpu_ms
+
+
+def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.device,
+          warmup: int, runs: int, latency: bool = False, hold_gpu: bool = True) -> Timing:
+    """Median time of one call, from CUDA events on a GPU (the host clock on a CPU), and the
+    host's time to launch it. Each sample times a burst of calls lasting about half a
+    millisecond, queued behind a kernel that holds the GPU until the host has enqueued them all
+    (nvbench's blocking kernel), so that the number is the GPU's time per call, not the host's:
+    on an H100's host, launching a call took 15-27 us that the GPU ran in 15 us. The hold is
+    HOLD_US_PER_CALL per call of the burst, or longer where a calibration burst took the host
+    longer (draws of random parameters, a Python loop, the autograd engine), so that such calls
+    too are timed at the GPU's pace; their host time is reported beside. With `latency`, single
+    synchronised calls instead; without `hold_gpu`, no hold (the pace of a steady stream)."""
     for i in range(warmup):
         fn(*sets[i % len(sets)])
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*sets[0])
-        end.record()
-        end.synchronize()
-        burst = 1 if latency else max(1, min(100, math.ceil(0.5 / max(start.elapsed_time(end), 1e-3))))
-        clock_khz = torch.cuda.get_device_properties(device).clock_rate
-        hold_cycles = int(burst * HOLD_US_PER_CALL * 1e-3 * clock_khz)
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(runs)]
-        for i, (start, end) in enumerate(events):
-            if hold_gpu and not latency:
-                torch.cuda._sleep(hold_cycles)
-            start.record()
-            for j in range(burst):
-                fn(*sets[(i * burst + j) % len(sets)])
-            end.record()
-            if latency:
-                end.synchronize()
-        torch.cuda.synchronize()
-        times = [start.elapsed_time(end) / burst for start, end in events]
-    else:
+    if device.type != "cuda":
         times = []
         for i in range(runs):
             t0 = time.perf_counter()
             fn(*sets[i % len(sets)])
             times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+        return Timing(statistics.median(times), statistics.median(times))
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn(*sets[0])
+    end.record()
+    end.synchronize()
+    burst = 1 if latency else max(1, min(100, math.ceil(0.5 / max(start.elapsed_time(end), 1e-3))))
+    hold_us = burst * HOLD_US_PER_CALL
+    if hold_gpu and not latency:
+        t0 = time.perf_counter()
+        for j in range(burst):
+            fn(*sets[j % len(sets)])
+        hold_us = max(hold_us, 1.5e6 * (time.perf_counter() - t0) + 50)
+    clock_khz = torch.cuda.get_device_properties(device).clock_rate
+    hold_cycles = int(hold_us * 1e-3 * clock_khz)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(runs)]
+    host = []
+    for i, (start, end) in enumerate(events):
+        if hold_gpu and not latency:
+            torch.cuda._sleep(hold_cycles)
+        t0 = time.perf_counter()
+        start.record()
+        for j in range(burst):
+            fn(*sets[(i * burst + j) % len(sets)])
+        end.record()
+        host.append((time.perf_counter() - t0) * 1e3 / burst)
+        if latency:
+            end.synchronize()
+    torch.cuda.synchronize()
+    times = [start.elapsed_time(end) / burst for start, end in events]
+    return Timing(statistics.median(times), statistics.median(host))
 
 
 def gbps(nbytes: int, ms: float) -> float:
@@ -132,28 +155,32 @@ def copy_bandwidth(numel: int, device: torch.device, warmup: int, runs: int) -> 
 def measure(case: Case, device: torch.device, copy_gbps: float, warmup: int, runs: int) -> dict:
     sets = input_sets(case.make_inputs, device) if case.rotate_inputs else [case.make_inputs()]
     timing = dict(latency=case.latency, hold_gpu=case.hold_gpu)
-    ours_ms = median_ms(case.ours, sets, device, warmup, runs, **timing)
-    base_ms = median_ms(case.baseline, sets, device, warmup, runs, **timing)
+    ours = timed(case.ours, sets, device, warmup, runs, **timing)
+    base = timed(case.baseline, sets, device, warmup, runs, **timing)
+    ours_ms, base_ms = ours.gpu_ms, base.gpu_ms
     ours_gbps = None if case.bytes_moved is None else gbps(case.bytes_moved, ours_ms)
     return {
         "name": case.name,
         "shape": list(case.shape),
         "dtype": str(case.dtype).removeprefix("torch."),
         "time_ms": ours_ms,
+        "host_ms": ours.host_ms,
         "bytes": case.bytes_moved,
         "gbps": ours_gbps,
         "pct_copy": None if ours_gbps is None else 100 * ours_gbps / copy_gbps,
         "baseline": case.baseline_name,
         "baseline_time_ms": base_ms,
+        "baseline_host_ms": base.host_ms,
         "ratio": base_ms / ours_ms,
     }
 
 
 def format_table(results: list[dict]) -> str:
-    header = ("case", "shape", "dtype", "ms", "GB/s", "%copy", "baseline", "base ms", "speedup")
+    header = ("case", "shape", "dtype", "ms", "host ms", "GB/s", "%copy", "baseline", "base ms",
+              "speedup")
     rows = [header] + [
         (r["name"], "x".join(map(str, r["shape"])), r["dtype"], f"{r['time_ms']:.3f}",
-         "-" if r["gbps"] is None else f"{r['gbps']:.0f}",
+         f"{r['host_ms']:.3f}", "-" if r["gbps"] is None else f"{r['gbps']:.0f}",
          "-" if r["pct_copy"] is None else f"{r['pct_copy']:.0f}%", r["baseline"],
          f"{r['baseline_time_ms']:.3f}", f"{r['ratio']:.2f}x")
         for r in results

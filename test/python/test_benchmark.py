@@ -1,0 +1,53 @@
+"""The benchmark harness (python -m gpuaug.benchmark), on the CPU (host clock) and, where there is
+one, on the GPU (CUDA events behind a hold sized to the host's launch time)."""
+import json
+import time
+
+import pytest
+import torch
+
+from gpuaug.benchmark import __main__ as bench
+from gpuaug.benchmark import harness
+
+from gpuaug_testing import CUDA
+
+
+def test_main_writes_every_selected_case(tmp_path):
+    path = tmp_path / "bench.json"
+    assert bench.main(["--device", "cpu", "--size", "4096", "--runs", "3", "--warmup", "1",
+                       "--only", "relu", "mul", "--json", str(path)]) == 0
+    report = json.loads(path.read_text())
+    names = {case["name"] for case in report["cases"]}
+    assert names == {"relu", "mul", "mul broadcast"}
+    for case in report["cases"]:
+        assert case["time_ms"] > 0 and case["host_ms"] > 0 and case["baseline_host_ms"] > 0
+        assert case["ratio"] == pytest.approx(case["baseline_time_ms"] / case["time_ms"])
+        assert 0 < case["pct_copy"]
+
+
+def sleeper(ms: float):
+    def run(*args):
+        time.sleep(ms * 1e-3)
+    return run
+
+
+def test_cpu_time_is_the_call_time():
+    timing = harness.timed(sleeper(2.0), [()], torch.device("cpu"), warmup=1, runs=5)
+    assert 2.0 <= timing.gpu_ms < 20 and timing.host_ms == timing.gpu_ms
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+def test_gpu_time_excludes_a_slow_host():
+    # A call that spends 1 ms on the host and about 0.02 ms on the GPU: the hold grows to cover
+    # the host's time, so the events measure the GPU's; the host's time is reported apart.
+    x = torch.randn(2**20, device="cuda")
+
+    def slow_host(x):
+        time.sleep(1e-3)
+        x.mul_(1.0)
+
+    timing = harness.timed(slow_host, [(x,)], x.device, warmup=2, runs=7)
+    assert timing.host_ms >= 1.0
+    assert timing.gpu_ms < 0.5
+    steady = harness.timed(slow_host, [(x,)], x.device, warmup=2, runs=7, hold_gpu=False)
+    assert steady.gpu_ms >= 0.9  # without the hold, the host's pace
