@@ -152,20 +152,20 @@ struct UnitDivisor {
   }
 };
 
-// clamp(v, 0, 1) of hue's intermediate values: without NaN handling where none can arise.
-template <bool kUnitRange, typename P>
-C10_HOST_DEVICE inline P clamp01(P v) {
-  if constexpr (kUnitRange) return std::fmin(std::fmax(v, P(0)), P(1));
-  return clamp(v, P(0), P(1));
-}
+// A pixel's HSV with its hue shifted: sector i (0..5 for finite values), the fraction f of it,
+// saturation s and value v, as torchvision's _rgb_to_hsv, the shift and _hsv_to_rgb's first
+// steps compute them from [0, 1] values. Of rc, gc and bc only the two the pixel's hue uses are
+// divided, picked by selects: pixels of a warp differ in their largest channel, and a branch per
+// case would run all three. kUnitRange: the values are a uint8 image's, finite, in [0, 1]
+// (quicker minima, maxima, divisions and remainders, with the same results).
+template <typename P>
+struct ShiftedHsv {
+  P s, v, f;
+  int i;
+};
 
-// adjust_hue of one RGB pixel through HSV, on [0, 1] values: torchvision's _rgb_to_hsv and
-// _hsv_to_rgb. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by selects:
-// pixels of a warp differ in their largest channel, and a branch per case would run all three.
-// kUnitRange: the values are a uint8 image's, finite, in [0, 1] (quicker minima, maxima,
-// divisions, remainders and clamps, with the same results).
 template <bool kUnitRange, typename P>
-C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
+C10_HOST_DEVICE inline ShiftedHsv<P> shifted_hsv(P r, P g, P b, P hue) {
   P maxc, minc;
   if constexpr (kUnitRange) {
     maxc = std::fmax(std::fmax(r, g), b);
@@ -186,29 +186,62 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
     s = UnitDivisor<P>(flat ? P(1) : maxc).divide(range);
     const UnitDivisor<P> divisor(flat ? P(1) : range);
     h = (divisor.divide(maxc - first) + offset) - divisor.divide(maxc - second);
+    // h in [-1, 5]: h / 6 + 1 in [5/6, 11/6], whose remainder needs one subtraction at most
+    h = h * P(1.0 / 6.0) + P(1);
+    h = h >= P(1) ? h - P(1) : h;
   } else {
     s = range / (flat ? P(1) : maxc);
     const P divisor = flat ? P(1) : range;
     h = ((maxc - first) / divisor + offset) - (maxc - second) / divisor;
+    h = mod1<false>(h * P(1.0 / 6.0) + P(1));
   }
-  h = mod1<kUnitRange>(h * P(1.0 / 6.0) + P(1));
   h = mod1<kUnitRange>(h + hue);
-  const P v = maxc;
   const P h6 = h * P(6);
   const P sector = trunc_small(h6);  // 0 <= h6 <= 6
-  const P f = h6 - sector;
   int i = small_int(sector);
   if (i >= 6) i -= 6;
-  const P sxf = s * f;
-  const P one_minus_s = P(1) - s;
-  const P q = clamp01<kUnitRange>((P(1) - sxf) * v);
-  const P t = clamp01<kUnitRange>((sxf + one_minus_s) * v);
-  const P p = clamp01<kUnitRange>(one_minus_s * v);
+  return {s, maxc, h6 - sector, i};
+}
+
+// adjust_hue of one RGB pixel of a floating image through HSV: torchvision's _rgb_to_hsv and
+// _hsv_to_rgb.
+template <typename P>
+C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
+  const ShiftedHsv<P> x = shifted_hsv<false>(r, g, b, hue);
+  const P v = x.v;
+  const int i = x.i;
+  const P sxf = x.s * x.f;
+  const P one_minus_s = P(1) - x.s;
+  const P q = clamp(((P(1) - sxf) * v), P(0), P(1));
+  const P t = clamp(((sxf + one_minus_s) * v), P(0), P(1));
+  const P p = clamp(one_minus_s * v, P(0), P(1));
   // sectors 0-5 by selects (a switch would branch apart where a warp's pixels differ), 5 for
   // any other: (v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)
   r = i == 1 ? q : (i == 4 ? t : (i == 2 || i == 3 ? p : v));
   g = i == 1 || i == 2 ? v : (i == 0 ? t : (i == 3 ? q : p));
   b = i == 3 || i == 4 ? v : (i == 2 ? t : (i == 0 || i == 1 ? p : q));
+}
+
+// adjust_hue of one uint8 pixel (values 0..255), as torchvision computes it: scaled to [0, 1],
+// through HSV, scaled back by 255.999 and truncated. Where torchvision's result is v, that is
+// the pixel's largest value, and where it is p its smallest (exactly, for every pair of values:
+// test_hue_every_uint8_color checks all colours), so only q or t is scaled back.
+template <typename P>
+C10_HOST_DEVICE inline void hue_shift_u8(P (&x)[3], P hue) {
+  constexpr P kScale = P(1.0 / 255.0);
+  const ShiftedHsv<P> hsv = shifted_hsv<true>(x[0] * kScale, x[1] * kScale, x[2] * kScale, hue);
+  const P high = std::fmax(std::fmax(x[0], x[1]), x[2]);
+  const P low = std::fmin(std::fmin(x[0], x[1]), x[2]);
+  const P sxf = hsv.s * hsv.f;
+  // q in the odd sectors, t in the even ones (both in [0, 1]: the clamp is a saturating multiply)
+  const P w = hsv.i & 1 ? P(1) - sxf : sxf + (P(1) - hsv.s);
+  const P middle = trunc_small(std::fmin(std::fmax(w * hsv.v, P(0)), P(1)) * P(255.999));
+  // sector i as one bit (5 for any other, as hue_shift); v in r's sectors 5 and 0, g's 1 and 2,
+  // b's 3 and 4; p in r's 2 and 3, g's 4 and 5, b's 0 and 1
+  const unsigned sector = hsv.i >= 0 && hsv.i < 6 ? 1u << hsv.i : 0x20u;
+  x[0] = sector & 0x21u ? high : (sector & 0x0Cu ? low : middle);
+  x[1] = sector & 0x06u ? high : (sector & 0x30u ? low : middle);
+  x[2] = sector & 0x18u ? high : (sector & 0x03u ? low : middle);
 }
 
 // The histogram bin of a value at the equalize step: the uint8 value torchvision equalizes.
@@ -286,15 +319,9 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
         GPUAUG_PHOTO_UNROLL
         for (int j = 0; j < V; ++j) {
           if constexpr (kIsU8<T>) {
-            P y[3];
-            GPUAUG_PHOTO_UNROLL
-            for (int c = 0; c < 3; ++c) y[c] = x[j][c] * P(1.0 / 255.0);
-            hue_shift<true>(y[0], y[1], y[2], s.a);
-            // to_dtype(uint8, scale=True): times 255.999, truncated
-            GPUAUG_PHOTO_UNROLL
-            for (int c = 0; c < 3; ++c) x[j][c] = trunc_small(y[c] * P(255.999));
+            hue_shift_u8(x[j], s.a);
           } else {
-            hue_shift<false>(x[j][0], x[j][1], x[j][2], s.a);
+            hue_shift(x[j][0], x[j][1], x[j][2], s.a);
             GPUAUG_PHOTO_UNROLL
             for (int c = 0; c < 3; ++c) x[j][c] = rounded<T>(x[j][c]);
           }

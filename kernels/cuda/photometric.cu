@@ -6,9 +6,10 @@
 // kernel runs every pixel through its sample's program, each block combining its image's partials
 // (in a fixed order: the same bits on every run). Each thread takes V pixels (kVec): 16-byte
 // copies per channel plane (or per run of interleaved pixels) where the image is aligned, else
-// per element (uint8: 4 pixels, see kVec). A block's pixels belong to one image, and it loops
-// over several chunks of them, copying the next chunk into shared memory (cp.async) while it
-// computes this one; its sample's program is decoded into shared memory.
+// per element (uint8: 8 pixels, see kVec, or 4 where its planes are 4-byte aligned only). A
+// block's pixels belong to one image, and it loops over several chunks of them, copying the next
+// chunk into shared memory (cp.async) while it computes this one; its sample's program is decoded
+// into shared memory.
 // The backward (floating images) runs the same reduction for the mean, then, with contrast, a
 // reduction of the mean's gradient (each pixel back to its contrast step), then one kernel that
 // takes each pixel back through every step (kernels/photometric_grad.h).
@@ -39,7 +40,7 @@ using namespace gpuaug::photo;
 struct Geometry {
   int64_t pixels;            // per image (H * W)
   int64_t frames;            // images per sample
-  int64_t chunks;            // per image: kThreads * kVec pixels each
+  int64_t chunks;            // per image: kThreads * V pixels each
   int64_t blocks_per_image;  // every kernel's; block b of an image takes chunks b, b + this, ...
   int64_t channel_step, pixel_step;
 };
@@ -56,11 +57,12 @@ struct Rows {
   const bool* apply;     // [N, K] or null
 };
 
-// Pixels per thread: 16-byte accesses for 2-byte and wider types. uint8 takes 4 (4-byte loads per
-// plane, 128 contiguous bytes per warp): the kernel is bound by its arithmetic, and 16 uint8
-// pixels per thread took 88 registers (25% occupancy) and ran 16% of the copy bandwidth.
+// Pixels per thread: 16-byte accesses for 2-byte and wider types. uint8 takes 8 (8-byte copies
+// per plane): its kernels are bound by the latency of their dependent float operations, which
+// two independent chains of four pixels hide better than one (H100, ColorJitter u8 -> float32:
+// 0.156 ms with 8 at 64 registers, 0.163 ms with 4 at 48, 0.214 ms with 16 at 128).
 template <typename T>
-constexpr int kVec = sizeof(T) == 1 ? 4 : 16 / sizeof(T);
+constexpr int kVec = sizeof(T) == 1 ? 8 : 16 / sizeof(T);
 
 // A thread's C runs of V elements: planar, run c is channel c; interleaved, the runs are the
 // pixels' C * V consecutive values.
@@ -77,13 +79,14 @@ struct Runs {
   }
 };
 
-// Element j of a run in the compute type. uint8 to float: 2^23 + the byte as one byte permute,
-// less 2^23 (exact), where a shift, a mask and an or would take three instructions.
+// Element j of a run in the compute type. uint8 to float: one conversion of the word's byte j
+// (I2F with a byte select; four byte permutes with their selectors in registers, then four
+// subtractions, took three instructions a byte under the register cap).
 template <typename P, typename T, int V>
 __device__ __forceinline__ P load_element(const Vec<T, V>& run, int j) {
-  if constexpr (std::is_same_v<T, uint8_t> && std::is_same_v<P, float> && V == 4) {
-    const uint32_t word = reinterpret_cast<const uint32_t&>(run);
-    return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440u | j)) - 8388608.0f;
+  if constexpr (std::is_same_v<T, uint8_t> && std::is_same_v<P, float> && V % 4 == 0) {
+    const uint32_t word = reinterpret_cast<const uint32_t*>(&run)[j / 4];
+    return static_cast<float>(static_cast<uint8_t>(word >> (8 * (j % 4))));
   }
   return load<P>(run.v[j]);
 }
@@ -158,19 +161,22 @@ template <int C, typename T, typename out_t, typename P, int V, bool Vectorized,
 __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int64_t image_base,
                                              int64_t p0, const P (&x)[V][3], const Output<P>& o) {
   using R = Runs<out_t, C, V, Interleaved>;
-  if constexpr (Vectorized && kIsU8<out_t> && std::is_same_v<P, float> && V == 4) {
-    // each byte the low byte of 2^23 + its value, four packed by three byte permutes
+  if constexpr (Vectorized && kIsU8<out_t> && std::is_same_v<P, float> && V % 4 == 0) {
+    // each byte the low byte of 2^23 + its value, four to a word by three byte permutes
 #pragma unroll
     for (int k = 0; k < C; ++k) {
-      uint32_t bits[V];
+      auto* words = reinterpret_cast<uint32_t*>(out + R().offset(image_base, g.pixels, p0, k));
 #pragma unroll
-      for (int e = 0; e < V; ++e) {
-        const int f = k * V + e;
-        bits[e] = __float_as_uint(u8_value<T>(x[R::pixel(f)][R::channel(f)]) + 8388608.0f);
+      for (int w = 0; w < V / 4; ++w) {
+        uint32_t bits[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int f = k * V + 4 * w + e;
+          bits[e] = __float_as_uint(u8_value<T>(x[R::pixel(f)][R::channel(f)]) + 8388608.0f);
+        }
+        store_word(words + w, __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u),
+                                          __byte_perm(bits[2], bits[3], 0x0040u), 0x5410u));
       }
-      const uint32_t word = __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u),
-                                        __byte_perm(bits[2], bits[3], 0x0040u), 0x5410u);
-      store_word(reinterpret_cast<uint32_t*>(out + R().offset(image_base, g.pixels, p0, k)), word);
     }
   } else if constexpr (Vectorized) {
     R r;
@@ -193,10 +199,12 @@ __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int6
   }
 }
 
-// Resident blocks per SM the element-wise kernels ask the compiler for: at most 48 registers a
-// thread (their arithmetic needs 56-64 unbounded, which leaves 4 blocks, half the SM's warps,
-// too few to hide the latency of their dependent float operations).
-constexpr int kBlocksPerSM = 5;
+// Resident blocks per SM the element-wise kernels ask the compiler for: 4 for uint8's eight
+// pixels a thread (64 registers; 6 blocks at 40 registers spilled and took 7% longer), else 5
+// (48 registers: their arithmetic needs 56-64 unbounded, which leaves 4 blocks, half the SM's
+// warps, too few to hide the latency of their dependent float operations).
+template <typename T, int V>
+constexpr int kBlocksPerSM = sizeof(T) == 1 && V == 8 ? 4 : 5;
 
 // Calls f(p0) for each of the block's chunks of its image, p0 the thread's first pixel in it.
 template <int V, typename F>
@@ -359,11 +367,10 @@ __device__ __forceinline__ void reach_reduction(const Runs<T, C, V, Interleaved>
 
 // Per block, the statistics of the program's reduction stage (contrast's sum of grays,
 // autocontrast's channel minima and maxima) over its pixels at their sample's reduction step.
-template <int C, typename T, typename P, bool Vectorized, bool Interleaved>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
     reduce_stats(const T* in, T* staged, Geometry g, Program program, Rows<P> rows,
                  double* partials) {
-  constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> prog_none;  // the steps before the reduction step read no statistics
   const int64_t image = blockIdx.x / g.blocks_per_image;
@@ -401,11 +408,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
 // Equalize's histograms ([images, 3, kBins], zeroed) of each image's uint8 values at its
 // sample's equalize step: per block in shared memory, then added to its image's. Integer counts:
 // the same in any order.
-template <int C, typename T, typename P, bool Vectorized, bool Interleaved>
+template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
     histograms(const T* in, T* staged, Geometry g, Program program, Rows<P> rows,
                int64_t* counts) {
-  constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> prog_none;
   __shared__ unsigned int block_counts[C * kBins];
@@ -443,11 +449,10 @@ __global__ void equalize_tables(const int64_t* counts, uint8_t* tables, int64_t 
   if (i < channels) equalize_table(counts + i * kBins, tables + i * kBins);
 }
 
-template <int C, typename T, typename out_t, typename P, bool Vectorized, bool Interleaved>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+template <int C, typename T, typename out_t, typename P, int V, bool Vectorized, bool Interleaved>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
     transform(const T* in, const T* staged, out_t* out, Geometry g, Program program,
               Rows<P> rows, const double* partials, const uint8_t* tables, Output<P> o) {
-  constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> reduced;
   __shared__ uint8_t table[3 * kBins];
@@ -477,11 +482,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
 // The gradient of each pixel: MeanGradPass sums, per block, the gradient of contrast's mean (each
 // pixel taken back to its contrast step); the other pass takes every pixel back to the image and
 // writes its gradient. `scale` holds 1 / std. (Autocontrast, the other reduction, has none.)
-template <int C, typename T, typename P, bool MeanGradPass, bool Vectorized, bool Interleaved>
+template <int C, typename T, typename P, bool MeanGradPass, int V, bool Vectorized,
+          bool Interleaved>
 __global__ void __launch_bounds__(kThreads)
     backward(const T* grad, const T* in, T* grad_in, Geometry g, Program program, Rows<P> rows,
              const double* mean_partials, double* mean_grad_partials, Output<P> scale) {
-  constexpr int V = kVec<T>;
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> reduced;
   __shared__ P mean_grad_per_pixel;
@@ -544,9 +549,8 @@ void with_layout(const ColorGeometry& cg, bool vectorized, F&& f) {
   }
 }
 
-template <typename T>
-Geometry kernel_geometry(const ColorGeometry& cg) {
-  const int64_t chunks = ceil_div(cg.pixels, int64_t{kThreads} * kVec<T>);
+Geometry kernel_geometry(const ColorGeometry& cg, int pixels_per_thread) {
+  const int64_t chunks = ceil_div(cg.pixels, int64_t{kThreads} * pixels_per_thread);
   const int64_t images = std::max<int64_t>(cg.samples * cg.frames, 1);
   const int64_t blocks_per_image =
       std::clamp<int64_t>(ceil_div(kTargetBlocks, images), 1, std::max<int64_t>(chunks, 1));
@@ -580,47 +584,61 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     using out_t = typename decltype(out_tag)::type;
     using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
     constexpr int V = kVec<T>;
-    const Geometry g = kernel_geometry<T>(cg);
     const Rows<P> rows = kernel_rows<P>(factors, order, apply);
     const Output<P> o = photometric_output<P>(mean, stddev);
     const T* src = in.const_data_ptr<T>();
     out_t* dst = out.mutable_data_ptr<out_t>();
-    const bool vectorized = cg.pixels % V == 0 && aligned(src, sizeof(T) * V) &&
-                            aligned(dst, sizeof(out_t) * V);
-    const int64_t blocks = block_count(cg, g, "gpuaug::photometric");
+    const auto aligned_runs = [&](int pixels) {
+      return cg.pixels % pixels == 0 && aligned(src, sizeof(T) * pixels) &&
+             aligned(dst, sizeof(out_t) * pixels);
+    };
+    // uint8 images whose planes are not 8-byte aligned take runs of 4 pixels
+    const bool wide = aligned_runs(V);
+    const bool narrow = !wide && kIsU8<T> && aligned_runs(4);
     const bool equalize = program.reduction == kEqualize;
     const int64_t images = cg.samples * cg.frames;
-    at::Tensor partials, counts, tables, staged;
+    at::Tensor staged, counts, tables;
     if (program.reduction) staged = at::empty_like(in);  // the pixels at the reduction step
     if (equalize) {
       counts = at::zeros({images, 3, kBins}, in.options().dtype(at::kLong));
       tables = at::empty({images, 3, kBins}, in.options().dtype(at::kByte));
-    } else if (program.reduction) {
-      partials = at::empty({blocks, kStats}, in.options().dtype(at::kDouble));
     }
-    with_layout(cg, vectorized, [&](auto channels, auto vector, auto interleaved) {
+    with_layout(cg, wide || narrow, [&](auto channels, auto vector, auto interleaved) {
       constexpr int C = decltype(channels)::value;
       constexpr bool kVectorized = decltype(vector)::value;
       constexpr bool kInterleaved = decltype(interleaved)::value;
-      double* sums = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
-      if (sums != nullptr) {
-        reduce_stats<C, T, P, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
-            src, staged.mutable_data_ptr<T>(), g, program, rows, sums);
+      const auto launch = [&](auto width) {
+        constexpr int W = decltype(width)::value;
+        const Geometry g = kernel_geometry(cg, W);
+        const int64_t blocks = block_count(cg, g, "gpuaug::photometric");
+        at::Tensor partials;
+        if (program.reduction && !equalize) {
+          partials = at::empty({blocks, kStats}, in.options().dtype(at::kDouble));
+        }
+        double* sums = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
+        if (sums != nullptr) {
+          reduce_stats<C, T, P, W, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+              src, staged.mutable_data_ptr<T>(), g, program, rows, sums);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        }
+        if (equalize) {
+          histograms<C, T, P, W, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+              src, staged.mutable_data_ptr<T>(), g, program, rows,
+              counts.mutable_data_ptr<int64_t>());
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+          equalize_tables<<<ceil_div(images * 3, kThreads), kThreads, 0, stream>>>(
+              counts.const_data_ptr<int64_t>(), tables.mutable_data_ptr<uint8_t>(), images * 3);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        }
+        transform<C, T, out_t, P, W, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+            src, staged.defined() ? staged.const_data_ptr<T>() : nullptr, dst, g, program, rows,
+            sums, equalize ? tables.const_data_ptr<uint8_t>() : nullptr, o);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
+      };
+      if constexpr (kIsU8<T> && kVectorized) {
+        if (narrow) return launch(std::integral_constant<int, 4>{});
       }
-      if (equalize) {
-        histograms<C, T, P, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
-            src, staged.mutable_data_ptr<T>(), g, program, rows,
-            counts.mutable_data_ptr<int64_t>());
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-        equalize_tables<<<ceil_div(images * 3, kThreads), kThreads, 0, stream>>>(
-            counts.const_data_ptr<int64_t>(), tables.mutable_data_ptr<uint8_t>(), images * 3);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      }
-      transform<C, T, out_t, P, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
-          src, staged.defined() ? staged.const_data_ptr<T>() : nullptr, dst, g, program, rows, sums,
-          equalize ? tables.const_data_ptr<uint8_t>() : nullptr, o);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      launch(std::integral_constant<int, V>{});
     });
   });
 }
@@ -639,7 +657,7 @@ void photometric_backward(const at::Tensor& grad_image, const at::Tensor& grad,
     using T = scalar_t;
     using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
     constexpr int V = kVec<T>;
-    const Geometry g = kernel_geometry<T>(cg);
+    const Geometry g = kernel_geometry(cg, V);
     const Rows<P> rows = kernel_rows<P>(factors, order, apply);
     const Output<P> scale = photometric_grad_scale<P>(stddev);
     const T* src = in.const_data_ptr<T>();
@@ -659,14 +677,14 @@ void photometric_backward(const at::Tensor& grad_image, const at::Tensor& grad,
       double* means = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
       double* mean_grads = partials.defined() ? means + blocks * kStats : nullptr;
       if (means != nullptr) {
-        reduce_stats<C, T, P, kVectorized, kInterleaved>
+        reduce_stats<C, T, P, V, kVectorized, kInterleaved>
             <<<blocks, kThreads, 0, stream>>>(src, nullptr, g, program, rows, means);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
-        backward<C, T, P, true, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+        backward<C, T, P, true, V, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
             grad_src, src, dst, g, program, rows, means, mean_grads, scale);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       }
-      backward<C, T, P, false, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
+      backward<C, T, P, false, V, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
           grad_src, src, dst, g, program, rows, means, mean_grads, scale);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     });

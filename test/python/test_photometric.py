@@ -210,20 +210,23 @@ def test_stage_formulas_float64(stage, low, high, device):
 
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("layout", ["channels_last", "strided", "3d", "video", "odd"])
+@pytest.mark.parametrize("layout", ["channels_last", "strided", "3d", "video", "odd", "narrow",
+                                    "narrow_channels_last"])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
 def test_layouts(layout, dtype, device):
-    shape = {"3d": [3, 31, 17], "video": [3, 4, 3, 8, 16], "odd": [7, 3, 1, 97]}.get(
+    # narrow: 60 pixels a plane, whose uint8 planes the GPU reads in runs of 4 pixels, not 8
+    shape = {"3d": [3, 31, 17], "video": [3, 4, 3, 8, 16], "odd": [7, 3, 1, 97],
+             "narrow": [4, 3, 6, 10], "narrow_channels_last": [4, 3, 6, 10]}.get(
         layout, [4, 3, 16, 24])
     image = make_image(shape, dtype, device, seed=7)
-    if layout == "channels_last":
+    if layout.endswith("channels_last"):
         image = image.contiguous(memory_format=torch.channels_last)
     elif layout == "strided":
         image = make_image([4, 3, 16, 48], dtype, device, seed=7)[..., ::2]
     transform = every_transform(dtype)["Compose"]
     params = transform.sample_params(image)
     out = transform(image, params)
-    if layout == "channels_last":
+    if layout.endswith("channels_last"):
         assert out.is_contiguous(memory_format=torch.channels_last)
     expected = torchvision_batch(image, transform.stages, params)
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=False)
