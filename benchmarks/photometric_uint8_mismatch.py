@@ -1,6 +1,7 @@
 """How many uint8 values of gpuaug.transforms' photometric transforms differ from torchvision's
-(applied image by image with the same draws), on the GPU, planar and channels-last:
-    python benchmarks/photometric_uint8_mismatch.py    (from the repo root, torchvision installed)
+(applied image by image with the same draws), on the GPU (or the device given), planar and
+channels-last:
+    python benchmarks/photometric_uint8_mismatch.py [cpu]   (from the repo root, torchvision installed)
 """
 import sys
 
@@ -9,11 +10,12 @@ import torch
 sys.path.insert(0, "test/python")
 from test_photometric import every_transform, make_image, torchvision_batch  # noqa: E402
 
+device = sys.argv[1] if len(sys.argv) > 1 else "cuda"
 for layout in ("contiguous", "channels_last"):
     for name in every_transform(torch.uint8):
         differ = total = worst = 0
         for seed in range(3):
-            image = make_image([16, 3, 224, 224], torch.uint8, "cuda", seed=seed)
+            image = make_image([16, 3, 224, 224], torch.uint8, device, seed=seed)
             if layout == "channels_last":
                 image = image.contiguous(memory_format=torch.channels_last)
             transform = every_transform(torch.uint8)[name]
@@ -23,5 +25,5 @@ for layout in ("contiguous", "channels_last"):
             differ += (diff > 0).sum().item()
             total += diff.numel()
             worst = max(worst, diff.max().item())
-        print(f"cuda {layout} {name}: {differ} of {total} uint8 values differ from torchvision "
+        print(f"{device} {layout} {name}: {differ} of {total} uint8 values differ from torchvision "
               f"(max {worst})", flush=True)
