@@ -47,7 +47,9 @@ struct Geometry {
 
 // Blocks in all, about: a block pays its prologue (decoding its sample's program, combining its
 // image's statistics) once for several chunks. A function of the sizes alone, so that statistics
-// combine in the same order on every GPU.
+// combine in the same order on every GPU (uint8 chunks also depend on the planes' alignment, see
+// kVec: their sums, of integers, are exact in any order). 1024 or 1536 instead: 0.169 and
+// 0.157 ms against 0.157 for ColorJitter on an H100.
 constexpr int64_t kTargetBlocks = 2048;
 
 template <typename P>
