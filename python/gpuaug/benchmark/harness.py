@@ -78,7 +78,8 @@ HOLD_US_PER_CALL = 30
 @dataclasses.dataclass
 class Timing:
     gpu_ms: float   # median time of one call between CUDA events (the host clock on a CPU)
-    host_ms: float  # median time the host took to launch one call
+    host_ms: float  # median time the host took to launch one call (and, for a call that
+    # synchronises with the GPU, to wait for it: the hold then lengthens that wait)
 
 
 def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.device,
