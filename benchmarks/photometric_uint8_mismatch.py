@@ -1,7 +1,8 @@
 """How many uint8 values of gpuaug.transforms' photometric transforms differ from torchvision's
 (applied image by image with the same draws), on the GPU (or the device given), planar and
 channels-last:
-    python benchmarks/photometric_uint8_mismatch.py [cpu]   (from the repo root, torchvision installed)
+    python benchmarks/photometric_uint8_mismatch.py [cpu]
+(from the repo root, torchvision installed)
 """
 import sys
 
