@@ -153,17 +153,18 @@ struct UnitDivisor {
 };
 
 // A pixel's HSV with its hue shifted: sector i (0..5 for finite values), the fraction f of it,
-// saturation s and value v, as torchvision's _rgb_to_hsv, the shift and _hsv_to_rgb's first
-// steps compute them from [0, 1] values. Of rc, gc and bc only the two the pixel's hue uses are
-// divided, picked by selects: pixels of a warp differ in their largest channel, and a branch per
-// case would run all three. kUnitRange: the values are a uint8 image's, finite, in [0, 1]
-// (quicker minima, maxima, divisions and remainders, with the same results).
+// saturation s and value v.
 template <typename P>
 struct ShiftedHsv {
   P s, v, f;
   int i;
 };
 
+// ShiftedHsv as torchvision's _rgb_to_hsv, the shift and _hsv_to_rgb's first steps compute it
+// from [0, 1] values. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by
+// selects: pixels of a warp differ in their largest channel, and a branch per case would run all
+// three. kUnitRange: the values are a uint8 image's, finite, in [0, 1] (quicker minima, maxima,
+// divisions and remainders, with the same results).
 template <bool kUnitRange, typename P>
 C10_HOST_DEVICE inline ShiftedHsv<P> shifted_hsv(P r, P g, P b, P hue) {
   P maxc, minc;
@@ -212,8 +213,8 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   const int i = x.i;
   const P sxf = x.s * x.f;
   const P one_minus_s = P(1) - x.s;
-  const P q = clamp(((P(1) - sxf) * v), P(0), P(1));
-  const P t = clamp(((sxf + one_minus_s) * v), P(0), P(1));
+  const P q = clamp((P(1) - sxf) * v, P(0), P(1));
+  const P t = clamp((sxf + one_minus_s) * v, P(0), P(1));
   const P p = clamp(one_minus_s * v, P(0), P(1));
   // sectors 0-5 by selects (a switch would branch apart where a warp's pixels differ), 5 for
   // any other: (v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)
