@@ -51,3 +51,19 @@ def test_gpu_time_excludes_a_slow_host():
     assert timing.gpu_ms < 0.5
     steady = harness.timed(slow_host, [(x,)], x.device, warmup=2, runs=7, hold_gpu=False)
     assert steady.gpu_ms >= 0.9  # without the hold, the host's pace
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+def test_steady_stream_is_the_pace_of_calls():
+    # 0.5 ms of host work, then 1 ms of GPU work: a stream of such calls runs at the GPU's pace
+    # (the host prepares the next call while the GPU runs this one), 1 ms a call, not the 1.5 ms
+    # from one call's launch to its end.
+    device = torch.device("cuda")
+    cycles = int(torch.cuda.get_device_properties(device).clock_rate)  # kHz: 1 ms
+
+    def host_then_gpu():
+        time.sleep(0.5e-3)
+        torch.cuda._sleep(cycles)
+
+    steady = harness.timed(host_then_gpu, [()], device, warmup=2, runs=9, hold_gpu=False)
+    assert 0.9 <= steady.gpu_ms < 1.3

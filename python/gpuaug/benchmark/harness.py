@@ -97,7 +97,9 @@ def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.dev
     HOLD_US_PER_CALL per call of the burst, or longer where a calibration burst took the host
     longer (draws of random parameters, a Python loop, the autograd engine), so that such calls
     too are timed at the GPU's pace; their host time is reported beside. With `latency`, single
-    synchronised calls instead; without `hold_gpu`, no hold (the pace of a steady stream)."""
+    synchronised calls instead; without `hold_gpu`, no hold: the pace of a steady stream, each
+    burst timed from the end of the one before (a burst's own start would leave out the host's
+    time to launch its first call, and add the GPU's tail after its last)."""
     for i in range(warmup):
         fn(*sets[i % len(sets)])
     if device.type != "cuda":
@@ -122,14 +124,21 @@ def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.dev
         hold_us = max(hold_us, 1.5e6 * (time.perf_counter() - t0) + 50)
     clock_khz = torch.cuda.get_device_properties(device).clock_rate
     hold_cycles = int(hold_us * 1e-3 * clock_khz)
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(runs)]
+    steady = not hold_gpu and not latency
+    if steady:  # a chain of marks: each burst starts where the one before ended
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(runs + 1)]
+        events = list(zip(marks, marks[1:]))
+        marks[0].record()
+    else:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(runs)]
     host = []
     for i, (start, end) in enumerate(events):
         if hold_gpu and not latency:
             torch.cuda._sleep(hold_cycles)
         t0 = time.perf_counter()
-        start.record()
+        if not steady:
+            start.record()
         for j in range(burst):
             fn(*sets[(i * burst + j) % len(sets)])
         end.record()
