@@ -60,6 +60,26 @@ struct Reduced {
                          // leaves the channel as it is)
 };
 
+// Row n of a per-sample parameter: [N, K] (stride K or more) or [K], every sample's (stride 0).
+template <typename T>
+struct Row {
+  const T* data;
+  int64_t stride;
+  C10_HOST_DEVICE const T* operator[](int64_t n) const { return data + n * stride; }
+  C10_HOST_DEVICE explicit operator bool() const { return data != nullptr; }
+};
+
+// The program's per-sample parameters. The order is a permutation per row (`order`), or keys
+// whose ascending order it is (float or double keys), or absent (the slots' own order).
+template <typename P>
+struct Rows {
+  Row<P> factors;
+  Row<int64_t> order;
+  Row<float> float_keys;
+  Row<double> double_keys;
+  Row<bool> apply;  // or absent: every slot applies
+};
+
 template <typename P>
 struct Step {
   int kind;
@@ -91,9 +111,10 @@ struct Output {
 
 namespace gpuaug {
 
-// The loop fills `out` (allocated and checked by the op's body). factors is [N, K] in the compute
-// dtype; order ([N, K] int64) and apply ([N, K] bool) are undefined or contiguous on the image's
-// device; the image is planar or interleaved (color_dense_image).
+// The loop fills `out` (allocated and checked by the op's body). factors ([N, K] or [K]) is in the
+// compute dtype; order (int64, float32 or float64) and apply (bool) are undefined or of those
+// shapes, all of them on the image's device with contiguous rows (photometric_rows); the image is
+// planar or interleaved (color_dense_image).
 using PhotometricLoop = void (*)(const at::Tensor& out, const at::Tensor& image,
                                  const photo::Program& program, const at::Tensor& factors,
                                  const at::Tensor& order, const at::Tensor& apply,
@@ -131,6 +152,24 @@ void photometric_dispatch(at::ScalarType in, at::ScalarType out, F&& f) {
       f(PhotometricType<T>{}, PhotometricType<uint8_t>{});
     }
   });
+}
+
+template <typename T>
+photo::Row<T> photometric_row(const at::Tensor& t) {
+  if (!t.defined()) return {nullptr, 0};
+  return {t.const_data_ptr<T>(), t.dim() == 1 ? 0 : t.stride(0)};
+}
+
+// The loops' view of their parameters (as the op's body passes them).
+template <typename P>
+photo::Rows<P> photometric_rows(const at::Tensor& factors, const at::Tensor& order,
+                                const at::Tensor& apply) {
+  photo::Rows<P> rows{photometric_row<P>(factors), {}, {}, {}, photometric_row<bool>(apply)};
+  if (!order.defined()) return rows;
+  if (order.scalar_type() == at::kLong) rows.order = photometric_row<int64_t>(order);
+  if (order.scalar_type() == at::kFloat) rows.float_keys = photometric_row<float>(order);
+  if (order.scalar_type() == at::kDouble) rows.double_keys = photometric_row<double>(order);
+  return rows;
 }
 
 // The output conversion's constants for compute type P.

@@ -523,27 +523,69 @@ C10_HOST_DEVICE inline bool is_reduction(int kind) {
   return kind == kContrast || kind == kAutocontrast || kind == kEqualize;
 }
 
-// The slot sample n runs at position j of its order, or -1 where it runs none there: outside
-// 0..K-1 (not a permutation: the op's documented "skipped") or not applied.
-C10_HOST_DEVICE inline int64_t applied_slot(int k, const int64_t* order, const bool* apply,
-                                            int64_t n, int j) {
-  const int64_t slot = order ? order[n * k + j] : j;
+// Whether slot a runs before slot b by their keys: ascending, NaN last, ties (-0.0 and 0.0
+// among them) by slot, the order of torch.argsort(keys, stable=True).
+template <typename K>
+C10_HOST_DEVICE inline bool key_before(K key_a, int a, K key_b, int b) {
+  const bool nan_a = key_a != key_a, nan_b = key_b != key_b;
+  if (nan_a != nan_b) return nan_b;
+  if (!nan_a && key_a != key_b) return key_a < key_b;
+  return a < b;
+}
+
+template <typename K>
+C10_HOST_DEVICE inline int rank_in_row(const K* keys, int k, int s) {
+  int rank = 0;
+  for (int i = 0; i < k; ++i) rank += key_before(keys[i], i, keys[s], s);
+  return rank;
+}
+
+// The position slot s takes in sample n's order when keys give it.
+template <typename P>
+C10_HOST_DEVICE inline int key_rank(const Rows<P>& rows, int64_t n, int k, int s) {
+  return rows.float_keys ? rank_in_row(rows.float_keys[n], k, s)
+                         : rank_in_row(rows.double_keys[n], k, s);
+}
+
+template <typename P>
+C10_HOST_DEVICE inline bool has_keys(const Rows<P>& rows) {
+  return rows.float_keys || rows.double_keys;
+}
+
+// `slot` where sample n runs it, else -1: outside 0..K-1 (an order that is not a permutation:
+// the op's documented "skipped") or not applied.
+template <typename P>
+C10_HOST_DEVICE inline int64_t if_applied(const Rows<P>& rows, int64_t n, int k, int64_t slot) {
   if (slot < 0 || slot >= k) return -1;
-  return apply && !apply[n * k + slot] ? -1 : slot;
+  return rows.apply && !rows.apply[n][slot] ? -1 : slot;
+}
+
+// The slot sample n runs at position j of its order, or -1 where it runs none there.
+template <typename P>
+C10_HOST_DEVICE inline int64_t applied_slot(const Rows<P>& rows, int64_t n, int k, int j) {
+  int64_t slot = j;
+  if (rows.order) {
+    slot = rows.order[n][j];
+  } else if (has_keys(rows)) {
+    for (int s = 0; s < k; ++s) {
+      if (key_rank(rows, n, k, s) == j) slot = s;
+    }
+  }
+  return if_applied(rows, n, k, slot);
 }
 
 // Decodes sample n's program: its stages in its order, without those it does not apply.
 template <typename P>
-C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const P* factors,
-                                               const int64_t* order, const bool* apply, int64_t n) {
+C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const Rows<P>& rows,
+                                               int64_t n) {
   SampleProgram<P> prog;
   prog.count = 0;
   prog.reduce_at = -1;
   const int k = program.count;
   for (int j = 0; j < k; ++j) {
-    const int64_t slot = applied_slot(k, order, apply, n, j);
+    const int64_t slot = applied_slot(rows, n, k, j);
     if (slot < 0) continue;
-    const Step<P> s = make_step(program.kinds[slot], factors[n * k + slot]);
+    const Step<P> s = make_step(program.kinds[slot], rows.factors[n][slot]);
     if (prog.reduce_at < 0 && is_reduction(s.kind)) prog.reduce_at = prog.count;
     prog.steps[prog.count++] = s;
   }

@@ -177,7 +177,7 @@ void check_factor_values(const Program& program, const at::Tensor& factors, bool
 }
 
 void check_order_values(const at::Tensor& order, int64_t k) {
-  if (!order.device().is_cpu() || order.numel() == 0) return;
+  if (!order.device().is_cpu() || order.numel() == 0 || order.scalar_type() != at::kLong) return;
   const at::Tensor rows = order.reshape({-1, k});
   const at::Tensor sorted = std::get<0>(rows.sort(1));
   const at::Tensor bad = sorted.ne(at::arange(k, order.options())).any(1);
@@ -232,7 +232,8 @@ at::Tensor photometric_meta(const at::Tensor& image, c10::IntArrayRef stages,
   check_per_slot("factors", factors, image, k, "float32, float64, float16 or bfloat16",
                  at::isFloatingType(factors.scalar_type()));
   if (order.has_value()) {
-    check_per_slot("order", *order, image, k, "int64", order->scalar_type() == at::kLong);
+    check_per_slot("order", *order, image, k, "int64 (permutations) or floating (keys)",
+                   order->scalar_type() == at::kLong || at::isFloatingType(order->scalar_type()));
   }
   if (apply.has_value()) {
     check_per_slot("apply", *apply, image, k, "bool", apply->scalar_type() == at::kBool);
@@ -270,11 +271,25 @@ at::Tensor photometric_backward_meta(const at::Tensor& grad, const at::Tensor& i
 
 namespace {
 
-// [K] or [N, K] as a contiguous [N, K] of `dtype` (a copy only where needed).
-at::Tensor per_sample_rows(const at::Tensor& t, int64_t n, int64_t k, at::ScalarType dtype) {
+// A [K] or [N, K] parameter in `dtype` with contiguous rows, as photometric_rows reads it: a copy
+// only where needed (a broadcast row, [N, K] of stride 0, stays one row; so do a wider
+// tensor's column slices).
+at::Tensor per_sample_rows(const at::Tensor& t, at::ScalarType dtype) {
   at::Tensor rows = t.scalar_type() == dtype ? t : t.to(dtype);
-  if (rows.dim() == 1) rows = rows.expand({n, k});
-  return rows.contiguous();
+  if (rows.dim() == 2 && rows.stride(0) == 0) rows = rows.select(0, 0);
+  return rows.stride(-1) == 1 ? rows : rows.contiguous();
+}
+
+// The order as the loops take it: int64 permutations, or keys of float32 or float64 (the
+// narrower floating dtypes converted to float32, which holds them exactly).
+at::Tensor order_rows(const std::optional<at::Tensor>& order) {
+  if (!order.has_value()) return at::Tensor();
+  const auto dtype = order->scalar_type();
+  return per_sample_rows(*order, dtype == at::kLong || dtype == at::kDouble ? dtype : at::kFloat);
+}
+
+at::Tensor apply_rows(const std::optional<at::Tensor>& apply) {
+  return apply.has_value() ? per_sample_rows(*apply, at::kBool) : at::Tensor();
 }
 
 at::Tensor photometric_kernel(const at::Tensor& image, c10::IntArrayRef stages,
@@ -290,13 +305,11 @@ at::Tensor photometric_kernel(const at::Tensor& image, c10::IntArrayRef stages,
                       image.size(image.dim() - 3) == 1);
   if (order.has_value()) check_order_values(*order, k);
   if (out.numel() == 0) return out;
-  const int64_t n = image.dim() == 3 ? 1 : image.size(0);
   const auto compute = image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  const at::Tensor factor_rows = per_sample_rows(factors, n, k, compute);
-  const at::Tensor order_rows = order.has_value() ? per_sample_rows(*order, n, k, at::kLong) : at::Tensor();
-  const at::Tensor apply_rows = apply.has_value() ? per_sample_rows(*apply, n, k, at::kBool) : at::Tensor();
-  photometric_loops.on(kOp, image.device().type())(out, image, program, factor_rows, order_rows,
-                                                   apply_rows, mean, stddev);
+  photometric_loops.on(kOp, image.device().type())(out, image, program,
+                                                   per_sample_rows(factors, compute),
+                                                   order_rows(order), apply_rows(apply), mean,
+                                                   stddev);
   return out;
 }
 
@@ -308,14 +321,10 @@ at::Tensor photometric_backward_kernel(const at::Tensor& grad, const at::Tensor&
   at::Tensor grad_image =
       photometric_backward_meta(grad, image, stages, factors, order, apply, stddev);
   if (grad_image.numel() == 0) return grad_image;
-  const Program program = make_program(stages);
-  const int64_t k = program.count;
-  const int64_t n = image.dim() == 3 ? 1 : image.size(0);
   const auto compute = image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   photometric_backward_loops.on("gpuaug::_photometric_backward", image.device().type())(
-      grad_image, grad, image, program, per_sample_rows(factors, n, k, compute),
-      order.has_value() ? per_sample_rows(*order, n, k, at::kLong) : at::Tensor(),
-      apply.has_value() ? per_sample_rows(*apply, n, k, at::kBool) : at::Tensor(), stddev);
+      grad_image, grad, image, make_program(stages), per_sample_rows(factors, compute),
+      order_rows(order), apply_rows(apply), stddev);
   return grad_image;
 }
 

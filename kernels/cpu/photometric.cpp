@@ -40,12 +40,9 @@ template <typename P>
 std::vector<SampleProgram<P>> decode_all(const Program& program, const Walk& walk,
                                          const at::Tensor& factors, const at::Tensor& order,
                                          const at::Tensor& apply) {
+  const Rows<P> rows = photometric_rows<P>(factors, order, apply);
   std::vector<SampleProgram<P>> progs(walk.g.samples);
-  for (int64_t n = 0; n < walk.g.samples; ++n) {
-    progs[n] = decode(program, factors.const_data_ptr<P>(),
-                      order.defined() ? order.const_data_ptr<int64_t>() : nullptr,
-                      apply.defined() ? apply.const_data_ptr<bool>() : nullptr, n);
-  }
+  for (int64_t n = 0; n < walk.g.samples; ++n) progs[n] = decode(program, rows, n);
   return progs;
 }
 

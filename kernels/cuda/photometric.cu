@@ -52,13 +52,6 @@ struct Geometry {
 // 0.157 ms against 0.157 for ColorJitter on an H100.
 constexpr int64_t kTargetBlocks = 2048;
 
-template <typename P>
-struct Rows {
-  const P* factors;  // [N, K]
-  const int64_t* order;  // [N, K] or null
-  const bool* apply;     // [N, K] or null
-};
-
 // Pixels per thread: 16-byte accesses for 2-byte and wider types. uint8 takes 8 (8-byte copies
 // per plane): its kernels are bound by the latency of their dependent float operations, which
 // two independent chains of four pixels hide better than one (H100, ColorJitter u8 -> float32:
@@ -268,9 +261,17 @@ __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, con
   if (threadIdx.x >= 32) return;
   const int k = program.count;
   const int j = threadIdx.x;
-  const int64_t slot = j < k ? applied_slot(k, rows.order, rows.apply, n, j) : -1;
+  int64_t slot = -1;
+  if (has_keys(rows)) {  // lane j ranks slot j's key; position j's lane finds its slot
+    const int rank = j < k ? key_rank(rows, n, k, j) : -1;
+    for (int other = 0; other < k; ++other) {
+      if (__shfl_sync(0xFFFFFFFFu, rank, other) == j) slot = if_applied(rows, n, k, other);
+    }
+  } else if (j < k) {
+    slot = applied_slot(rows, n, k, j);
+  }
   Step<P> s{};
-  if (slot >= 0) s = make_step(program.kinds[slot], rows.factors[n * k + slot]);
+  if (slot >= 0) s = make_step(program.kinds[slot], rows.factors[n][slot]);
   const unsigned applied = __ballot_sync(0xFFFFFFFFu, slot >= 0);
   const unsigned reductions = __ballot_sync(0xFFFFFFFFu, slot >= 0 && is_reduction(s.kind));
   const unsigned before = (1u << j) - 1;  // the positions before j (j < 32)
@@ -567,12 +568,6 @@ int64_t block_count(const ColorGeometry& cg, const Geometry& g, const char* op) 
   return blocks;
 }
 
-template <typename P>
-Rows<P> kernel_rows(const at::Tensor& factors, const at::Tensor& order, const at::Tensor& apply) {
-  return {factors.const_data_ptr<P>(), order.defined() ? order.const_data_ptr<int64_t>() : nullptr,
-          apply.defined() ? apply.const_data_ptr<bool>() : nullptr};
-}
-
 void photometric(const at::Tensor& out, const at::Tensor& image, const Program& program,
                  const at::Tensor& factors, const at::Tensor& order, const at::Tensor& apply,
                  std::optional<c10::ArrayRef<double>> mean,
@@ -586,7 +581,7 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     using out_t = typename decltype(out_tag)::type;
     using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
     constexpr int V = kVec<T>;
-    const Rows<P> rows = kernel_rows<P>(factors, order, apply);
+    const Rows<P> rows = photometric_rows<P>(factors, order, apply);
     const Output<P> o = photometric_output<P>(mean, stddev);
     const T* src = in.const_data_ptr<T>();
     out_t* dst = out.mutable_data_ptr<out_t>();
@@ -660,7 +655,7 @@ void photometric_backward(const at::Tensor& grad_image, const at::Tensor& grad,
     using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
     constexpr int V = kVec<T>;
     const Geometry g = kernel_geometry(cg, V);
-    const Rows<P> rows = kernel_rows<P>(factors, order, apply);
+    const Rows<P> rows = photometric_rows<P>(factors, order, apply);
     const Output<P> scale = photometric_grad_scale<P>(stddev);
     const T* src = in.const_data_ptr<T>();
     const T* grad_src = grad_out.const_data_ptr<T>();

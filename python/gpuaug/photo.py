@@ -50,8 +50,9 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
     floating, on the image's device) their parameters: brightness, contrast and saturation
     factors, the hue factor, the solarize threshold (in the image's range: 0..255 for uint8),
     posterize's bits, and for a channel permutation ``p0 + 3 p1 + 9 p2`` (output channel c takes
-    input channel ``p_c``); grayscale and invert ignore theirs. ``order`` (int64 ``[K]`` or
-    ``[N, K]``, rows permutations of ``0..K-1``) is the order a sample runs its slots in, and
+    input channel ``p_c``); grayscale and invert ignore theirs. ``order`` (``[K]`` or ``[N, K]``:
+    int64 rows, permutations of ``0..K-1``, or floating keys, their slots run in ascending order
+    as ``argsort(keys, stable=True)`` gives it) is the order a sample runs its slots in, and
     ``apply`` (bool, same shapes) which it runs. At most one reduction stage (contrast,
     autocontrast, equalize).
 
@@ -151,15 +152,22 @@ class _Photometric(nn.Module):
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
         """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``."""
         if params is None:
-            params = self.sample_params(image)
+            params = self._draw(image)
         return torch.ops.gpuaug.photometric(
             image, self.stages, params["factors"], order=params["order"], apply=params["apply"],
             dtype=self.dtype, mean=self.mean, std=self.std)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         """This transform's draws for ``image``: ``factors``, ``order`` and ``apply``."""
-        return self._params_from(_rand([_samples(image), self.uniforms], image, self.generator),
-                                 image)
+        return self._params_from(self._uniforms(image), image)
+
+    def _uniforms(self, image: torch.Tensor) -> torch.Tensor:
+        return _rand([_samples(image), self.uniforms], image, self.generator)
+
+    def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        # forward's fresh draws: sample_params', or the same program in a form the op takes
+        # with fewer kernels
+        return self.sample_params(image)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         raise NotImplementedError
@@ -193,12 +201,20 @@ class ColorJitter(_Photometric):
         self.register_buffer("apply_row", torch.tensor(self.enabled), persistent=False)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        p = self._keyed_params(u, image)
+        order = torch.argsort(p["order"], dim=1, stable=True)
+        return _params(p["factors"], order, p["apply"].expand(u.shape[0], 4))
+
+    def _keyed_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        # the order as the keys it sorts (the op ranks them), apply as one row for every sample
         self.constants = self._on_device(self.constants, image)
         self.apply_row = self._on_device(self.apply_row, image)
         c = self.constants
-        factors = torch.addcmul(c[0], u[:, :4], c[1])
-        order = torch.argsort(u[:, 4:], dim=1)
-        return _params(factors, order, self.apply_row.expand(u.shape[0], 4))
+        return _params(torch.addcmul(c[0], u[:, :4], c[1]), u[:, 4:], self.apply_row)
+
+    def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        # the uniforms and the factors: two kernels, no argsort's
+        return self._keyed_params(self._uniforms(image), image)
 
 
 class _RandomApply(_Photometric):

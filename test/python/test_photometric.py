@@ -309,6 +309,60 @@ def test_compose_draws(device):
     assert sorted(params["order"][0, :4].tolist()) == [0, 1, 2, 3] and params["order"][0, 4] == 4
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("key_dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_order_as_keys(key_dtype, device):
+    """Floating keys order a sample's slots as argsort(keys, stable=True): NaN last, ties (-0.0
+    and 0.0 among them) by slot; one row of keys serves every sample."""
+    image = make_image([6, 3, 5, 7], torch.uint8, device, seed=12)
+    stages = [Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SOLARIZE, Stage.INVERT, Stage.POSTERIZE]
+    factors = torch.tensor([1.3, 0.6, 100.0, 0.0, 3.0], device=device)
+    nan = float("nan")
+    keys = torch.tensor([[0.5, 0.25, 0.75, 0.1, 0.9],
+                         [0.5, 0.5, 0.5, 0.5, 0.5],
+                         [nan, 0.2, nan, -1.0, 3.0],
+                         [-0.0, 0.0, 0.1, -0.0, -0.1],
+                         [float("inf"), nan, 0.3, float("-inf"), 0.3],
+                         [0.9, 0.7, 0.5, 0.3, 0.1]]).to(key_dtype)
+    order = torch.argsort(keys.double(), dim=1, stable=True)
+    for given, expected in [(keys, order), (keys[5], order[5])]:
+        out = gpuaug.photometric(image, stages, factors, order=given.to(device))
+        assert torch.equal(out, gpuaug.photometric(image, stages, factors,
+                                                   order=expected.to(device)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_broadcast_and_sliced_rows(device):
+    """Parameters as one row expanded over the samples, or as columns of a wider tensor: read in
+    place, with the results of contiguous copies."""
+    image = make_image([4, 3, 6, 5], torch.uint8, device, seed=13)
+    stages = [Stage.BRIGHTNESS, Stage.SATURATION, Stage.HUE]
+    wide = torch.rand([4, 9], generator=torch.Generator().manual_seed(2)).to(device)
+    factors = wide[:, 2:5] * torch.tensor([1.0, 1.0, 0.2], device=device)
+    keys = wide[:, 5:8]
+    apply = torch.tensor([True, False, True], device=device).expand(4, 3)
+    out = gpuaug.photometric(image, stages, factors, order=keys, apply=apply)
+    expected = gpuaug.photometric(image, stages, factors.contiguous(), order=keys.contiguous(),
+                                  apply=apply.contiguous())
+    assert not keys.is_contiguous() and apply.stride(0) == 0
+    assert torch.equal(out, expected)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("enabled", [(0.4, 0.4, 0.4, 0.1), (0.4, None, 0.4, 0.1)])
+def test_jitter_fresh_draws_replay(enabled, device):
+    """ColorJitter's own draws (its order given to the op as keys) are sample_params' with the
+    same generator state: the two calls agree exactly."""
+    image = make_image([16, 3, 7, 9], torch.uint8, device, seed=14)
+
+    def jitter():
+        return T.ColorJitter(*enabled, generator=torch.Generator(device=device).manual_seed(4),
+                             dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3)
+    params = jitter().sample_params(image)
+    assert params["order"].dtype == torch.int64 and params["apply"].shape == (16, 4)
+    assert torch.equal(jitter()(image), jitter()(image, params))
+
+
 def test_jitter_ranges_as_torchvision():
     j = T.ColorJitter(brightness=(0.5, 0.9), contrast=0.0, hue=0.2)
     assert j.enabled == [True, False, False, True]
@@ -343,8 +397,11 @@ def opcheck_args(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_opcheck(device):
+@pytest.mark.parametrize("keys", [False, True])
+def test_opcheck(keys, device):
     args, kwargs = opcheck_args(device)
+    if keys:  # the order as floating keys, and one apply row for every sample
+        kwargs["order"], kwargs["apply"] = torch.rand_like(args[2]), kwargs["apply"][0]
     torch.library.opcheck(torch.ops.gpuaug.photometric.default, args, kwargs,
                           test_utils=("test_schema", "test_faketensor",
                                       "test_aot_dispatch_static", "test_aot_dispatch_dynamic"))
@@ -622,7 +679,7 @@ def meta_image():
      "expected 'factors' of dtype float32, float64, float16 or bfloat16, but got Long"),
     (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, device=d),
                                      order=torch.zeros(1, dtype=torch.int32, device=d)),
-     "expected 'order' of dtype int64, but got Int"),
+     r"expected 'order' of dtype int64 \(permutations\) or floating \(keys\), but got Int"),
     (lambda i, d: gpuaug.photometric(i, [1], torch.ones(1, device=d),
                                      apply=torch.ones(3, 1, dtype=torch.bool, device=d)),
      r"expected 'apply' of shape \[1\] or \[2, 1\]"),
