@@ -124,8 +124,9 @@ def check_color_transform(device):
 def check_photometric(device):
     """photometric's kernels against its CPU kernel: the vectorised path planar and interleaved,
     the per-element path (odd sizes, one channel, strided), with contrast's reduction,
-    autocontrast's, equalize's histograms or none, per-sample order and apply, uint8 and float in, converted and normalised out; the
-    backward's kernels for the float images."""
+    autocontrast's, equalize's histograms or none, per-sample order (or keys) and apply (or one
+    row), uint8 and float in, converted and normalised out; the backward's kernels for the float
+    images."""
     g = torch.Generator().manual_seed(70)
     stages = [1, 2, 3, 4, 5, 6, 7, 8, 9]
     # uint8 planes of 512 pixels read in runs of 8, of 60 pixels in runs of 4
@@ -144,6 +145,8 @@ def check_photometric(device):
         factors[:, 8] = 5.0 if c == 3 else 0.0                   # permutation (2, 1, 0) or none
         order = torch.argsort(torch.rand(n, 9, generator=g), dim=1)
         apply = torch.rand(n, 9, generator=g) < 0.7
+        if i % 2:  # the order as keys (columns of a wider tensor), one apply row for all
+            order, apply = torch.rand(n, 12, generator=g)[:, 2:11], apply[0]
         for reduction in ("contrast", "autocontrast", "equalize", "none"):
             st = {"contrast": stages, "autocontrast": [1, 10] + stages[2:],
                   "equalize": [1, 11] + stages[2:], "none": [1, 1] + stages[2:]}[reduction]
