@@ -362,7 +362,6 @@ class Compose(_Photometric):
 
     bounds: List[int]
     columns: List[int]
-    own_generators: bool
 
     def __init__(self, transforms: Sequence[_Photometric], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
@@ -392,7 +391,6 @@ class Compose(_Photometric):
         self.columns = [0]
         for t in transforms:
             self.columns.append(self.columns[-1] + t.uniforms)
-        self.own_generators = any(t.generator is not None for t in transforms)
         # each slot's offset: a transform's order indexes its own slots
         offsets: List[int] = []
         for t in transforms:
@@ -405,7 +403,10 @@ class Compose(_Photometric):
         orders: List[torch.Tensor] = []
         applies: List[torch.Tensor] = []
         u: Optional[torch.Tensor] = None
-        if not self.own_generators:
+        own_generators = False  # looked up per call: a transform's generator may be set later
+        for t in self.transforms:
+            own_generators = own_generators or t.generator is not None
+        if not own_generators:
             u = _rand([_samples(image), self.uniforms], image, None)
         for i, t in enumerate(self.transforms):
             if u is None:

@@ -307,6 +307,12 @@ def test_compose_draws(device):
     rate = params["apply"][:, 4].double().mean().item()
     assert 0.2 < rate < 0.8 and params["apply"][:, :4].all()
     assert sorted(params["order"][0, :4].tolist()) == [0, 1, 2, 3] and params["order"][0, 4] == 4
+    # a generator given to a transform after the Compose was made is used
+    shared.transforms[0].generator = torch.Generator(device=device).manual_seed(9)
+    alone = T.ColorJitter(0.4, 0.4, 0.4, 0.1,
+                          generator=torch.Generator(device=device).manual_seed(9))
+    assert torch.equal(shared.sample_params(image)["factors"][:, :4],
+                       alone.sample_params(image)["factors"])
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -53,10 +53,10 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
 // permute_channels 9, autocontrast 10, equalize 11; at most one reduction stage); factors ([K] or
 // [N, K], K = stages.size()) their parameters; order ([K] or [N, K]) the order each sample runs
 // its slots in, as int64 permutations of 0..K-1 or as floating keys (ascending, ties by slot:
-// argsort(keys, stable=True)); apply ([K] or [N, K] bool) which of them it runs. The image is [C, H, W], [N, C, H, W] or [N, T, C, H, W] with C 1 or
-// 3, uint8 or floating; `dtype` converts the output as to_dtype(scale=True), then mean / std
-// normalise it. Differentiable in a floating image with a floating output (not in the factors,
-// nor through autocontrast).
+// argsort(keys, stable=True)); apply ([K] or [N, K] bool) which of them it runs. The image is
+// [C, H, W], [N, C, H, W] or [N, T, C, H, W] with C 1 or 3, uint8 or floating; `dtype` converts
+// the output as to_dtype(scale=True), then mean / std normalise it. Differentiable in a floating
+// image with a floating output (not in the factors, nor through autocontrast or equalize).
 at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const at::Tensor& factors,
                        const std::optional<at::Tensor>& order = std::nullopt,
                        const std::optional<at::Tensor>& apply = std::nullopt,
