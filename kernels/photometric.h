@@ -60,7 +60,8 @@ struct Reduced {
                          // leaves the channel as it is)
 };
 
-// Row n of a per-sample parameter: [N, K] (stride K or more) or [K], every sample's (stride 0).
+// Row n of a per-sample parameter: [N, K] (rows `stride` apart: 0 for one row expanded over the
+// samples) or [K], every sample's (stride 0).
 template <typename T>
 struct Row {
   const T* data;

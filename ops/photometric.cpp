@@ -272,11 +272,10 @@ at::Tensor photometric_backward_meta(const at::Tensor& grad, const at::Tensor& i
 namespace {
 
 // A [K] or [N, K] parameter in `dtype` with contiguous rows, as photometric_rows reads it: a copy
-// only where needed (a broadcast row, [N, K] of stride 0, stays one row; so do a wider
-// tensor's column slices).
+// only where needed (not for a row expanded over the samples, stride 0, nor for a wider tensor's
+// column slices).
 at::Tensor per_sample_rows(const at::Tensor& t, at::ScalarType dtype) {
-  at::Tensor rows = t.scalar_type() == dtype ? t : t.to(dtype);
-  if (rows.dim() == 2 && rows.stride(0) == 0) rows = rows.select(0, 0);
+  const at::Tensor rows = t.scalar_type() == dtype ? t : t.to(dtype);
   return rows.stride(-1) == 1 ? rows : rows.contiguous();
 }
 
