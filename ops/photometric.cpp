@@ -83,14 +83,15 @@ void check_image(const at::Tensor& image) {
               image.scalar_type());
   const auto channels = image.sym_size(image.dim() - 3);
   TORCH_CHECK(channels == 1 || channels == 3, kOp,
-              ": expected 'image' with 1 or 3 channels (dimension ", std::to_string(image.dim() - 3),
-              "), as torchvision's colour adjustments, but got ", size_str(channels));
+              ": expected 'image' with 1 or 3 channels (dimension ",
+              std::to_string(image.dim() - 3), "), as torchvision's colour adjustments, but got ",
+              size_str(channels));
 }
 
 Program make_program(c10::IntArrayRef stages) {
-  TORCH_CHECK(!stages.empty() && stages.size() <= static_cast<size_t>(kMaxStages), kOp,
-              ": expected 1 to ", std::to_string(kMaxStages), " 'stages', but got ",
-              std::to_string(stages.size()));
+  // none: the output conversion alone (a ColorJitter with nothing enabled)
+  TORCH_CHECK(stages.size() <= static_cast<size_t>(kMaxStages), kOp, ": expected at most ",
+              std::to_string(kMaxStages), " 'stages', but got ", std::to_string(stages.size()));
   Program program{};
   program.count = static_cast<int>(stages.size());
   int reductions = 0;

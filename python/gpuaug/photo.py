@@ -46,11 +46,12 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
     """Runs each sample of ``image`` through its program, as torchvision.transforms.v2.functional
     would run that one image through the same calls.
 
-    ``stages`` (K codes of :class:`Stage`) are the slots; ``factors`` (``[K]`` or ``[N, K]``,
-    floating, on the image's device) their parameters: brightness, contrast and saturation
-    factors, the hue factor, the solarize threshold (in the image's range: 0..255 for uint8),
-    posterize's bits, and for a channel permutation ``p0 + 3 p1 + 9 p2`` (output channel c takes
-    input channel ``p_c``); grayscale and invert ignore theirs. ``order`` (``[K]`` or ``[N, K]``:
+    ``stages`` (K codes of :class:`Stage`, at most 16; none converts alone) are the slots;
+    ``factors`` (``[K]`` or ``[N, K]``, floating, on the image's device) their parameters:
+    brightness, contrast and saturation factors, the hue factor, the solarize threshold (in the
+    image's range: 0..255 for uint8), posterize's bits, and for a channel permutation
+    ``p0 + 3 p1 + 9 p2`` (output channel c takes input channel ``p_c``); grayscale and invert
+    ignore theirs. ``order`` (``[K]`` or ``[N, K]``:
     int64 rows, permutations of ``0..K-1``, or floating keys, their slots run in ascending order
     as ``argsort(keys, stable=True)`` gives it) is the order a sample runs its slots in, and
     ``apply`` (bool, same shapes) which it runs. At most one reduction stage (contrast,
@@ -119,9 +120,13 @@ def _params(factors: torch.Tensor, order: torch.Tensor,
 class _Photometric(nn.Module):
     """What every transform shares: its stages, its draws' generator, the output conversion.
     A transform's draws are ``uniforms`` uniforms per sample, made into its parameters by
-    ``_params_from``: a Compose draws them for all its transforms at once."""
+    ``_params_from``. ``program`` is what its fresh draws run and what it adds to a Compose:
+    its stages without those it never applies (ColorJitter's disabled adjustments), with
+    parameters from ``_program_params``; a Compose draws the uniforms of all its transforms at
+    once."""
 
     stages: List[int]
+    program: List[int]
     uniforms: int
     dtype: Optional[torch.dtype]
     mean: Optional[List[float]]
@@ -137,6 +142,7 @@ class _Photometric(nn.Module):
             raise ValueError("gpuaug.transforms: 'mean' and 'std' normalise together: pass both "
                              "or neither")
         self.stages = stages
+        self.program = stages
         self.generator = generator
         self.dtype = dtype
         self.mean = None if mean is None else [float(m) for m in mean]
@@ -151,10 +157,12 @@ class _Photometric(nn.Module):
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
         """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``."""
+        stages = self.stages
         if params is None:
             params = self._draw(image)
+            stages = self.program
         return torch.ops.gpuaug.photometric(
-            image, self.stages, params["factors"], order=params["order"], apply=params["apply"],
+            image, stages, params["factors"], order=params["order"], apply=params["apply"],
             dtype=self.dtype, mean=self.mean, std=self.std)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
@@ -165,12 +173,15 @@ class _Photometric(nn.Module):
         return _rand([_samples(image), self.uniforms], image, self.generator)
 
     def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        # forward's fresh draws: sample_params', or the same program in a form the op takes
-        # with fewer kernels
-        return self.sample_params(image)
+        # forward's fresh draws for its program: _program_params', or the same in a form the op
+        # takes with fewer kernels
+        return self._program_params(self._uniforms(image), image)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         raise NotImplementedError
+
+    def _program_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        return self._params_from(u, image)
 
 
 class ColorJitter(_Photometric):
@@ -179,7 +190,9 @@ class ColorJitter(_Photometric):
     Same arguments and ranges as torchvision's; each sample draws its brightness, contrast,
     saturation and hue factors and its own order of the four adjustments. ``sample_params``
     returns ``factors`` ``[N, 4]`` (brightness, contrast, saturation, hue), ``order`` ``[N, 4]``
-    (torchvision's ``fn_idx``) and ``apply`` ``[N, 4]`` (false for an adjustment left out).
+    (torchvision's ``fn_idx``, the disabled adjustments last) and ``apply`` ``[N, 4]`` (false
+    for an adjustment left out). Fresh draws run the enabled adjustments alone: without
+    contrast, one pass over the images.
     """
 
     def __init__(self, brightness: Optional[object] = None, contrast: Optional[object] = None,
@@ -187,34 +200,54 @@ class ColorJitter(_Photometric):
                  generator: Optional[torch.Generator] = None,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
-        super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE], 8,
-                         generator, dtype, mean, std)
         ranges = [_uniform("brightness", brightness), _uniform("contrast", contrast),
                   _uniform("saturation", saturation),
                   _uniform("hue", hue, center=0.0, bound=(-0.5, 0.5), clip_first_on_zero=False)]
+        active = [k for k, r in enumerate(ranges) if r is not None]
+        # per sample: a factor, then a key of the order, for each enabled adjustment
+        super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE],
+                         2 * len(active), generator, dtype, mean, std)
         self.enabled = [r is not None for r in ranges]
-        low = [0.0 if r is None else r[0] for r in ranges]
-        scale = [0.0 if r is None else r[1] - r[0] for r in ranges]
-        # rows: low, high - low
-        self.register_buffer("constants", torch.tensor([low, scale], dtype=torch.float32),
+        self.program = [self.stages[k] for k in active]
+        # rows: low, high - low, of the enabled adjustments
+        lows = [ranges[k][0] for k in active]
+        scales = [ranges[k][1] - ranges[k][0] for k in active]
+        self.register_buffer("constants", torch.tensor([lows, scales], dtype=torch.float32)
+                             .view(2, len(active)), persistent=False)
+        self.register_buffer("active", torch.tensor(active, dtype=torch.long), persistent=False)
+        self.register_buffer("apply_row", torch.ones(len(active), dtype=torch.bool),
                              persistent=False)
-        self.register_buffer("apply_row", torch.tensor(self.enabled), persistent=False)
-
-    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        p = self._keyed_params(u, image)
-        order = torch.argsort(p["order"], dim=1, stable=True)
-        return _params(p["factors"], order, p["apply"].expand(u.shape[0], 4))
+        self.register_buffer("enabled_row", torch.tensor(self.enabled), persistent=False)
 
     def _keyed_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        # the order as the keys it sorts (the op ranks them), apply as one row for every sample
+        # the program's factors, its order as the keys it sorts (the op ranks them), apply as
+        # one row for every sample
         self.constants = self._on_device(self.constants, image)
         self.apply_row = self._on_device(self.apply_row, image)
         c = self.constants
-        return _params(torch.addcmul(c[0], u[:, :4], c[1]), u[:, 4:], self.apply_row)
+        m = len(self.program)
+        return _params(torch.addcmul(c[0], u[:, :m], c[1]), u[:, m:], self.apply_row)
 
     def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         # the uniforms and the factors: two kernels, no argsort's
         return self._keyed_params(self._uniforms(image), image)
+
+    def _program_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        p = self._keyed_params(u, image)
+        return _params(p["factors"], torch.argsort(p["order"], dim=1, stable=True),
+                       p["apply"].expand(u.shape[0], len(self.program)))
+
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        # the program's draws spread over the four adjustments; a disabled one's key, 2, sorts
+        # it after every uniform
+        p = self._keyed_params(u, image)
+        self.active = self._on_device(self.active, image)
+        self.enabled_row = self._on_device(self.enabled_row, image)
+        n = u.shape[0]
+        factors = p["factors"].new_zeros([n, 4]).index_copy_(1, self.active, p["factors"])
+        keys = p["order"].new_full([n, 4], 2.0).index_copy_(1, self.active, p["order"])
+        return _params(factors, torch.argsort(keys, dim=1, stable=True),
+                       self.enabled_row.expand(n, 4))
 
 
 class _RandomApply(_Photometric):
@@ -356,9 +389,11 @@ class Compose(_Photometric):
     """Several of these transforms as one call of the op: their programs one after the other,
     then ``dtype`` (``to_dtype(scale=True)``) and ``mean``/``std`` (Normalize). A reduction stage
     (contrast, autocontrast, equalize) needs the image as the stages before it leave it, so
-    consecutive transforms share a call while it holds at most one (ColorJitter and
-    RandomPhotometricDistort have a contrast stage each): ColorJitter then RandomAutocontrast is
-    two calls."""
+    consecutive transforms share a call while it holds at most one (RandomPhotometricDistort has
+    a contrast stage, and ColorJitter where its contrast is enabled): ColorJitter(0.4, 0.4) then
+    RandomAutocontrast is two calls, ColorJitter(0.4, 0, 0.4) then RandomAutocontrast one. Its
+    ``sample_params`` covers the slots of its transforms' programs (a ColorJitter's enabled
+    adjustments), one after the other."""
 
     bounds: List[int]
     columns: List[int]
@@ -376,12 +411,12 @@ class Compose(_Photometric):
             if t.dtype is not None or t.mean is not None:
                 raise ValueError("gpuaug.transforms.Compose: the output conversion is the "
                                  "Compose's own: pass 'dtype', 'mean' and 'std' to it")
-            own = sum(1 for s in t.stages if s in _REDUCTIONS)
+            own = sum(1 for s in t.program if s in _REDUCTIONS)
             if reductions + own > 1 and stages:
                 bounds.append(len(stages))
                 reductions = 0
             reductions += own
-            stages += t.stages
+            stages += t.program
         bounds.append(len(stages))
         super().__init__(stages, sum(t.uniforms for t in transforms), None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
@@ -394,8 +429,9 @@ class Compose(_Photometric):
         # each slot's offset: a transform's order indexes its own slots
         offsets: List[int] = []
         for t in transforms:
-            offsets += [len(offsets)] * len(t.stages)
-        self.register_buffer("offsets", torch.tensor(offsets), persistent=False)
+            offsets += [len(offsets)] * len(t.program)
+        self.register_buffer("offsets", torch.tensor(offsets, dtype=torch.long),
+                             persistent=False)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self.offsets = self._on_device(self.offsets, image)
@@ -410,9 +446,9 @@ class Compose(_Photometric):
             u = _rand([_samples(image), self.uniforms], image, None)
         for i, t in enumerate(self.transforms):
             if u is None:
-                p = t.sample_params(image)
+                p = t._program_params(t._uniforms(image), image)
             else:
-                p = t._params_from(u[:, self.columns[i]:self.columns[i + 1]], image)
+                p = t._program_params(u[:, self.columns[i]:self.columns[i + 1]], image)
             factors.append(p["factors"])
             orders.append(p["order"])
             applies.append(p["apply"])

@@ -355,7 +355,8 @@ def test_broadcast_and_sliced_rows(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("enabled", [(0.4, 0.4, 0.4, 0.1), (0.4, None, 0.4, 0.1)])
+@pytest.mark.parametrize("enabled", [(0.4, 0.4, 0.4, 0.1), (0.4, None, 0.4, 0.1),
+                                     (None, 0.3, None, 0.2), (None, None, None, 0.1)])
 def test_jitter_fresh_draws_replay(enabled, device):
     """ColorJitter's own draws (its order given to the op as keys) are sample_params' with the
     same generator state: the two calls agree exactly."""
@@ -367,6 +368,29 @@ def test_jitter_fresh_draws_replay(enabled, device):
     params = jitter().sample_params(image)
     assert params["order"].dtype == torch.int64 and params["apply"].shape == (16, 4)
     assert torch.equal(jitter()(image), jitter()(image, params))
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+def test_jitter_program_without_disabled(device):
+    """A disabled adjustment is left out of the program fresh draws run and a Compose takes: no
+    contrast, no reduction pass (a Compose with autocontrast after it is one call); sample_params
+    still covers all four, the disabled last in the order and never applied."""
+    jitter = T.ColorJitter(0.4, 0.0, 0.4, 0.1)
+    assert jitter.program == [Stage.BRIGHTNESS, Stage.SATURATION, Stage.HUE]
+    assert jitter.uniforms == 6
+    image = make_image([32, 3, 6, 7], torch.uint8, device, seed=15)
+    params = jitter.sample_params(image)
+    assert not params["apply"][:, 1].any() and params["apply"][:, [0, 2, 3]].all()
+    assert (params["order"][:, 3] == 1).all()
+    assert params["order"][:, 0].unique().numel() == 3  # each enabled one first somewhere
+    compose = T.Compose([jitter, T.RandomAutocontrast(0.7)])
+    assert compose.bounds == [0, 4]
+    assert T.Compose([T.ColorJitter(0.4, 0.4), T.RandomAutocontrast()]).bounds == [0, 2, 3]
+    params = compose.sample_params(image)
+    assert params["factors"].shape == (32, 4)
+    expected = torchvision_batch(image, compose.stages, params)
+    assert_matches_torchvision(compose(image, params), expected, torch.uint8)
 
 
 def test_jitter_ranges_as_torchvision():
@@ -384,6 +408,27 @@ def test_disabled_and_identity(device):
     assert torch.equal(T.ColorJitter()(image), image)
     assert torch.equal(T.RandomInvert(p=0.0)(image), image)
     assert torch.equal(T.RandomInvert(p=1.0)(image), 255 - image)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_no_stages_converts_alone(channels_last, device):
+    """An empty program is the output conversion alone: to_dtype(scale=True), then Normalize;
+    its gradient is the normalisation's."""
+    image = make_image([3, 3, 5, 8], torch.uint8, device, seed=16)
+    if channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    none = torch.empty(0, device=device)
+    out = gpuaug.photometric(image, [], none, dtype=torch.float32, mean=mean, std=std)
+    expected = (image.double() / 255 - torch.tensor(mean, dtype=torch.float64, device=device)
+                .view(3, 1, 1)) / torch.tensor(std, dtype=torch.float64, device=device).view(3, 1, 1)
+    torch.testing.assert_close(out.double(), expected, rtol=0, atol=1e-5)
+    assert torch.equal(gpuaug.photometric(image, [], none.expand(3, 0)), image)
+    floats = make_image([2, 3, 4, 5], torch.float64, device, seed=17).requires_grad_()
+    torch.autograd.gradcheck(
+        lambda x: gpuaug.photometric(x, [], none.double(), mean=[0.5] * 3, std=[0.2, 0.3, 0.4]),
+        (floats,), eps=1e-7, atol=1e-6)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -672,8 +717,8 @@ def meta_image():
      "expected 'image' of dtype float32, float64, float16, bfloat16 or uint8, but got Int"),
     (lambda i, d: gpuaug.photometric(i[:, :2], [1], torch.ones(1, device=d)),
      "expected 'image' with 1 or 3 channels .*but got 2"),
-    (lambda i, d: gpuaug.photometric(i, [], torch.ones(0, device=d)),
-     "expected 1 to 16 'stages', but got 0"),
+    (lambda i, d: gpuaug.photometric(i, [1] * 17, torch.ones(17, device=d)),
+     "expected at most 16 'stages', but got 17"),
     (lambda i, d: gpuaug.photometric(i, [12], torch.ones(1, device=d)),
      "expected 'stages' of codes 1 to 11 .*but got 12 at index 0"),
     (lambda i, d: gpuaug.photometric(i, [2, 11], torch.ones(2, device=d)),

@@ -3,7 +3,8 @@ parameter set per batch, as it draws them) and Kornia (per sample, when it is in
 
 The headline: a 256x3x224x224 uint8 batch through ColorJitter(0.4, 0.4, 0.4, 0.1), converted to
 float32 and normalised. gpuaug's time includes its per-sample draws; bytes are those of a
-two-pass design (the image read twice, the output written once). The batch shrinks with --size
+two-pass design (the image read twice, the output written once). The same without contrast runs
+one pass. The batch shrinks with --size
 (256 at the default 2^28).
 """
 
@@ -30,12 +31,12 @@ def jitter_inputs(shape, device, transform):
     return make
 
 
-def torchvision_jitter_normalize() -> Optional[Callable]:
+def torchvision_jitter_normalize(*jitter_args) -> Optional[Callable]:
     try:
         from torchvision.transforms import v2
     except ImportError:
         return None
-    pipeline = v2.Compose([v2.ColorJitter(0.4, 0.4, 0.4, 0.1), v2.ToDtype(torch.float32, scale=True),
+    pipeline = v2.Compose([v2.ColorJitter(*jitter_args), v2.ToDtype(torch.float32, scale=True),
                            v2.Normalize(MEAN, STD)])
     return lambda x, *rest: pipeline(x)
 
@@ -92,11 +93,19 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         Case("photometric jitter u8->f32 op", shape, u8, jitter_inputs(shape, device, jitter),
              lambda x, p: jitter(x, p), copy_of_image, "copy of the image", two_pass),
     ]
-    for baseline, label in [(torchvision_jitter_normalize(), "torchvision ColorJitter+Normalize"),
+    for baseline, label in [(torchvision_jitter_normalize(0.4, 0.4, 0.4, 0.1),
+                             "torchvision ColorJitter+Normalize"),
                             (kornia_jiggle_normalize(), "Kornia ColorJiggle+Normalize")]:
         if baseline is not None:
             result.append(Case("photometric jitter u8->f32", shape, u8, image_inputs(shape, device),
                                jitter, baseline, label, two_pass))
+    # without contrast: no reduction, one pass (the image read once, the output written once)
+    baseline = torchvision_jitter_normalize(0.4, 0.0, 0.4, 0.1)
+    if baseline is not None:
+        no_contrast = T.ColorJitter(0.4, 0.0, 0.4, 0.1, dtype=torch.float32, mean=MEAN, std=STD)
+        result.append(Case("photometric jitter, no contrast, u8->f32", shape, u8,
+                           image_inputs(shape, device), no_contrast, baseline,
+                           "torchvision ColorJitter(0.4, 0, 0.4, 0.1)+Normalize", 5 * pixels))
     distort = T.RandomPhotometricDistort()
     baseline = torchvision_same("RandomPhotometricDistort")
     if baseline is not None:
