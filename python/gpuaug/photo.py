@@ -180,6 +180,10 @@ class _Photometric(nn.Module):
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         raise NotImplementedError
 
+    def _check(self, image: torch.Tensor) -> None:
+        # RandomSolarize's check of its threshold (a hook: TorchScript has no super())
+        pass
+
     def _program_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         return self._params_from(u, image)
 
@@ -263,10 +267,6 @@ class _RandomApply(_Photometric):
         # the factor and the order of every sample: broadcast, not made anew per call
         self.register_buffer("factor_row", torch.tensor([float(factor)]), persistent=False)
         self.register_buffer("order_row", torch.zeros(1, dtype=torch.long), persistent=False)
-
-    def _check(self, image: torch.Tensor) -> None:
-        # RandomSolarize's check of its threshold (a hook: TorchScript has no super())
-        pass
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self._check(image)
@@ -397,6 +397,7 @@ class Compose(_Photometric):
 
     bounds: List[int]
     columns: List[int]
+    affine: bool
 
     def __init__(self, transforms: Sequence[_Photometric], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
@@ -432,6 +433,65 @@ class Compose(_Photometric):
             offsets += [len(offsets)] * len(t.program)
         self.register_buffer("offsets", torch.tensor(offsets, dtype=torch.long),
                              persistent=False)
+        self._affine_tables(transforms)
+
+    def _affine_tables(self, transforms: Sequence[_Photometric]) -> None:
+        """Where every transform's draws are affine in its uniforms (ColorJitter's, the
+        one-stage transforms'), fresh draws are one gather of the uniforms' columns and three
+        element-wise kernels: per slot, factor = low + scale u[factor column], applied where
+        u[apply column] < p, key = transform's index + u[key column] (ColorJitter's order) or
+        the index alone. A column of a term that does not use it is 0, multiplied by 0."""
+        self.affine = len(self.stages) > 0 and all(
+            isinstance(t, (ColorJitter, _RandomApply)) for t in transforms)
+        columns: List[List[int]] = [[], [], []]  # factor, apply, key
+        rows: List[List[float]] = [[], [], []]  # low, scale, p
+        keys: List[List[float]] = [[], []]  # offset, scale
+        for i, t in enumerate(transforms if self.affine else []):
+            first = self.columns[i]
+            if isinstance(t, ColorJitter):
+                m = len(t.program)
+                constants = t.constants.tolist()
+                for j in range(m):
+                    for k, v in enumerate([first + j, 0, first + m + j]):
+                        columns[k].append(v)
+                    for k, v in enumerate([constants[0][j], constants[1][j], 2.0]):
+                        rows[k].append(v)
+                    keys[0].append(float(i))
+                    keys[1].append(1.0)
+            elif isinstance(t, _RandomApply):
+                for k, v in enumerate([0, first, 0]):
+                    columns[k].append(v)
+                for k, v in enumerate([t.factor, 0.0, t.p]):
+                    rows[k].append(v)
+                keys[0].append(float(i))
+                keys[1].append(0.0)
+        self.register_buffer("affine_columns", torch.tensor(columns[0] + columns[1] + columns[2],
+                                                            dtype=torch.long), persistent=False)
+        self.register_buffer("affine_rows", torch.tensor(rows, dtype=torch.float32)
+                             .view(3, len(rows[0])), persistent=False)
+        self.register_buffer("affine_keys", torch.tensor(keys, dtype=torch.float64)
+                             .view(2, len(keys[0])), persistent=False)
+
+    def _own_generators(self) -> bool:
+        # looked up per call: a transform's generator may be set after the Compose was made
+        own = False
+        for t in self.transforms:
+            own = own or t.generator is not None
+        return own
+
+    def _affine_draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        # the order as float64 keys (exact: index + a float32 uniform), which the op ranks
+        for t in self.transforms:
+            t._check(image)
+        self.affine_columns = self._on_device(self.affine_columns, image)
+        self.affine_rows = self._on_device(self.affine_rows, image)
+        self.affine_keys = self._on_device(self.affine_keys, image)
+        k = len(self.stages)
+        g = _rand([_samples(image), self.uniforms], image, None).index_select(
+            1, self.affine_columns)
+        rows, keys = self.affine_rows, self.affine_keys
+        return _params(torch.addcmul(rows[0], g[:, :k], rows[1]),
+                       torch.addcmul(keys[0], g[:, 2 * k:], keys[1]), g[:, k:2 * k] < rows[2])
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self.offsets = self._on_device(self.offsets, image)
@@ -439,10 +499,7 @@ class Compose(_Photometric):
         orders: List[torch.Tensor] = []
         applies: List[torch.Tensor] = []
         u: Optional[torch.Tensor] = None
-        own_generators = False  # looked up per call: a transform's generator may be set later
-        for t in self.transforms:
-            own_generators = own_generators or t.generator is not None
-        if not own_generators:
+        if not self._own_generators():
             u = _rand([_samples(image), self.uniforms], image, None)
         for i, t in enumerate(self.transforms):
             if u is None:
@@ -458,7 +515,10 @@ class Compose(_Photometric):
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
         if params is None:
-            params = self.sample_params(image)
+            if self.affine and not self._own_generators():
+                params = self._affine_draw(image)
+            else:
+                params = self.sample_params(image)
         calls = len(self.bounds) - 1
         if calls == 1:  # the common case: no slicing
             return torch.ops.gpuaug.photometric(
@@ -468,9 +528,12 @@ class Compose(_Photometric):
         for i in range(calls):
             first, end = self.bounds[i], self.bounds[i + 1]
             last = i == calls - 1
+            order = params["order"][:, first:end]
+            if not order.is_floating_point():  # a permutation of this call's slots
+                order = order - first
             out = torch.ops.gpuaug.photometric(
                 out, self.stages[first:end], params["factors"][:, first:end],
-                order=params["order"][:, first:end] - first, apply=params["apply"][:, first:end],
+                order=order, apply=params["apply"][:, first:end],
                 dtype=self.dtype if last else None, mean=self.mean if last else None,
                 std=self.std if last else None)
         return out

@@ -370,6 +370,34 @@ def test_jitter_fresh_draws_replay(enabled, device):
     assert torch.equal(jitter()(image), jitter()(image, params))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("jitter", [(0.4, 0.4, 0.4, 0.1), (0.4, 0.0, 0.4)])
+def test_compose_fresh_draws_replay(jitter, device):
+    """A Compose of ColorJitter and one-stage transforms draws fresh parameters as one gather
+    and three element-wise kernels (the order as keys), with sample_params' values for the same
+    generator state; another transform in it, or a generator of a transform's own, takes
+    sample_params' way."""
+    image = make_image([24, 3, 6, 5], torch.uint8, device, seed=18)
+
+    def draws_alike(compose):
+        torch.manual_seed(21)
+        params = compose.sample_params(image)
+        replayed = compose(image, params)
+        torch.manual_seed(21)
+        assert torch.equal(compose(image), replayed)
+
+    affine = T.Compose([T.ColorJitter(*jitter), T.RandomSolarize(100.0, 0.6),
+                        T.RandomGrayscale(0.3), T.RandomAutocontrast(0.5), T.RandomInvert()],
+                       dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3)
+    assert affine.affine and len(affine.bounds) - 1 == (2 if jitter[1] else 1)
+    draws_alike(affine)
+    other = T.Compose([T.ColorJitter(*jitter), T.RandomChannelPermutation()])
+    assert not other.affine
+    draws_alike(other)
+    with pytest.raises(TypeError, match="Threshold should be less or equal"):
+        T.Compose([T.RandomSolarize(300.0)])(make_image([2, 3, 4, 4], torch.float32, device, 1))
+
+
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 def test_jitter_program_without_disabled(device):
@@ -487,12 +515,41 @@ def test_compile_dynamic_batch(device, fresh_dynamo):
         torch.testing.assert_close(compiled(image, params), run(image, params), rtol=0, atol=0)
 
 
+def fresh_draw_transforms():
+    return {"RandomPhotometricDistort": T.RandomPhotometricDistort(),
+            "ColorJitter": T.ColorJitter(0.4, 0.0, 0.4, 0.1),
+            "Compose": T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomInvert(),
+                                  T.RandomAutocontrast()])}
+
+
 @pytest.mark.parametrize("device", DEVICES)
-def test_compile_draws_inside(device, fresh_dynamo):
-    transform = T.RandomPhotometricDistort()
+@pytest.mark.parametrize("name", list(fresh_draw_transforms()))
+def test_compile_draws_inside(name, device, fresh_dynamo):
+    transform = fresh_draw_transforms()[name]
     compiled = torch.compile(transform, fullgraph=True)
     out = compiled(make_image([4, 3, 8, 8], torch.uint8, device, seed=9))
     assert out.shape == (4, 3, 8, 8) and out.dtype == torch.uint8
+
+
+@requires_cuda
+@pytest.mark.parametrize("name", list(fresh_draw_transforms()))
+def test_cuda_graph_fresh_draws(name):
+    """forward's own draws captured with it: each replay draws anew."""
+    transform = fresh_draw_transforms()[name]
+    image = make_image([8, 3, 16, 16], torch.uint8, "cuda", seed=19)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        transform(image)  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = transform(image)
+    outputs = []
+    for _ in range(2):
+        graph.replay()
+        outputs.append(out.clone())
+    assert not torch.equal(outputs[0], outputs[1])
 
 
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
