@@ -1,6 +1,7 @@
-// gpuaug::lltm's pointwise arithmetic, the same on both backends, and the table of their CPU and
-// CUDA loops. T is the compute type (float for the half types, double for float64: the ELU must
-// not go through single precision, or float64 gradients fail gradcheck).
+// gpuaug::lltm's pointwise arithmetic per element, as the CUDA kernels run it (the CPU loops run
+// the same formulas as ATen's vectorised passes), and the table of the CPU and CUDA loops. T is
+// the compute type (float for the half types, double for float64: the ELU must not go through
+// single precision, or float64 gradients fail gradcheck).
 #pragma once
 
 #include <ATen/core/Tensor.h>
