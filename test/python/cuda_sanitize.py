@@ -180,6 +180,18 @@ def check_photometric(device):
     factors = torch.full([2, 1], 1.3)
     expect("photometric strided", ops.photometric(strided.to(device), [1], factors.to(device)),
            ops.photometric(strided, [1], factors))
+    # no stages: the conversion alone, and its gradient
+    x = torch.randint(0, 256, (3, 3, 7, 16), generator=g, dtype=torch.uint8)
+    none, norm = torch.empty(0), {"mean": [0.5] * 3, "std": [0.25] * 3}
+    for xi in (x, x.contiguous(memory_format=torch.channels_last)):
+        expect("photometric no stages",
+               ops.photometric(xi.to(device), [], none.to(device), dtype=torch.float32, **norm),
+               ops.photometric(xi, [], none, dtype=torch.float32, **norm), exact=False)
+    xf, grad = x.float() / 255, torch.randn(x.shape, generator=g)
+    expect("photometric no stages backward",
+           ops._photometric_backward(grad.to(device), xf.to(device), [], none.to(device),
+                                     std=[0.25] * 3),
+           ops._photometric_backward(grad, xf, [], none, std=[0.25] * 3), exact=False)
 
 
 def check_lltm(device):
