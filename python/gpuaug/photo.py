@@ -440,7 +440,8 @@ class Compose(_Photometric):
         one-stage transforms'), fresh draws are one gather of the uniforms' columns and three
         element-wise kernels: per slot, factor = low + scale u[factor column], applied where
         u[apply column] < p, key = transform's index + u[key column] (ColorJitter's order) or
-        the index alone. A column of a term that does not use it is 0, multiplied by 0."""
+        the index alone. A term that draws nothing reads column 0 and ignores it (scale 0, or
+        p = 2 for ColorJitter's slots, always applied)."""
         self.affine = len(self.stages) > 0 and all(
             isinstance(t, (ColorJitter, _RandomApply)) for t in transforms)
         columns: List[List[int]] = [[], [], []]  # factor, apply, key
