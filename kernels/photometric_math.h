@@ -31,11 +31,41 @@ C10_HOST_DEVICE inline P clamp(P v, P low, P high) {
   return v < low ? low : (v > high ? high : v);  // NaN stays NaN, as torch.clamp
 }
 
+// clamp(v, 0, high) with NaN to 0: fmin and fmax, two instructions, on the GPU; selects on the
+// host, where fmin and fmax are library calls that no loop around them vectorises.
+template <typename P>
+C10_HOST_DEVICE inline P clamp_nan_to_zero(P v, P high) {
+#ifdef __CUDA_ARCH__
+  return std::fmin(std::fmax(v, P(0)), high);
+#else
+  return v > P(0) ? (v < high ? v : high) : P(0);
+#endif
+}
+
+// The larger and smaller of two values that are not NaN (fmax and fmin on the GPU, as above).
+template <typename P>
+C10_HOST_DEVICE inline P max_of(P a, P b) {
+#ifdef __CUDA_ARCH__
+  return std::fmax(a, b);
+#else
+  return a > b ? a : b;
+#endif
+}
+
+template <typename P>
+C10_HOST_DEVICE inline P min_of(P a, P b) {
+#ifdef __CUDA_ARCH__
+  return std::fmin(a, b);
+#else
+  return a < b ? a : b;
+#endif
+}
+
 // clamp(v, 0, high) of a stage's result. uint8 images' results are truncated next, and a NaN (an
-// infinite factor times 0) has no uint8 value: fmin and fmax, two instructions, make it 0.
+// infinite factor times 0) has no uint8 value: it becomes 0.
 template <typename T, typename P>
 C10_HOST_DEVICE inline P clamp_result(P v, P high) {
-  if constexpr (kIsU8<T>) return std::fmin(std::fmax(v, P(0)), high);
+  if constexpr (kIsU8<T>) return clamp_nan_to_zero(v, high);
   return clamp(v, P(0), high);
 }
 
@@ -89,7 +119,7 @@ C10_HOST_DEVICE inline P stored(P v) {
 // 1, which torchvision's CPU cast wraps to 0. (Clamping to integers first truncates the same.)
 template <typename T, typename P>
 C10_HOST_DEVICE inline P scaled_to_u8(P v) {
-  return trunc_small(std::fmin(std::fmax(rounded<T>(v * P(255.999)), P(0)), P(255)));
+  return trunc_small(clamp_nan_to_zero(rounded<T>(v * P(255.999)), P(255)));
 }
 
 // A uint8 output's value, as the compute type holds it (an integer in [0, 255]).
@@ -169,8 +199,8 @@ template <bool kUnitRange, typename P>
 C10_HOST_DEVICE inline ShiftedHsv<P> shifted_hsv(P r, P g, P b, P hue) {
   P maxc, minc;
   if constexpr (kUnitRange) {
-    maxc = std::fmax(std::fmax(r, g), b);
-    minc = std::fmin(std::fmin(r, g), b);
+    maxc = max_of(max_of(r, g), b);
+    minc = min_of(min_of(r, g), b);
   } else {
     maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
     minc = r < g ? (r < b ? r : b) : (g < b ? g : b);
@@ -231,12 +261,12 @@ template <typename P>
 C10_HOST_DEVICE inline void hue_shift_u8(P (&x)[3], P hue) {
   constexpr P kScale = P(1.0 / 255.0);
   const ShiftedHsv<P> hsv = shifted_hsv<true>(x[0] * kScale, x[1] * kScale, x[2] * kScale, hue);
-  const P high = std::fmax(std::fmax(x[0], x[1]), x[2]);
-  const P low = std::fmin(std::fmin(x[0], x[1]), x[2]);
+  const P high = max_of(max_of(x[0], x[1]), x[2]);
+  const P low = min_of(min_of(x[0], x[1]), x[2]);
   const P sxf = hsv.s * hsv.f;
   // q in the odd sectors, t in the even ones (both in [0, 1]: the clamp is a saturating multiply)
   const P w = hsv.i & 1 ? P(1) - sxf : sxf + (P(1) - hsv.s);
-  const P middle = trunc_small(std::fmin(std::fmax(w * hsv.v, P(0)), P(1)) * P(255.999));
+  const P middle = trunc_small(clamp_nan_to_zero(w * hsv.v, P(1)) * P(255.999));
   // sector i as one bit (5 for any other, as hue_shift); v in r's sectors 5 and 0, g's 1 and 2,
   // b's 3 and 4; p in r's 2 and 3, g's 4 and 5, b's 0 and 1
   const unsigned sector = hsv.i >= 0 && hsv.i < 6 ? 1u << hsv.i : 0x20u;

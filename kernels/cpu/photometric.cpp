@@ -20,6 +20,9 @@ using namespace gpuaug::photo;
 // Fixed runs of pixels of one image, so that the partial sums do not depend on the number of
 // threads.
 constexpr int64_t kPixelsPerTask = 4096;
+// Pixels a step takes at once: its branch once per run, its loop over them for the compiler to
+// vectorise.
+constexpr int kRun = 16;
 
 struct Walk {
   ColorGeometry g;
@@ -92,24 +95,98 @@ void load_pixel(const T* in, int64_t at, const Walk& w, P (&x)[3]) {
   for (int c = 0; c < C; ++c) x[c] = load<P>(in[at + c * w.channel_step]);
 }
 
+// Pixels [first, first + count) of the image at `base`, count <= kRun; the rest of the run 0.
+template <int C, typename T, typename P>
+void load_run(const T* in, int64_t base, int64_t first, int count, const Walk& w,
+              P (&x)[kRun][3]) {
+  for (int j = 0; j < kRun; ++j) {
+    for (int c = 0; c < 3; ++c) {
+      x[j][c] = j < count && c < C ? load<P>(in[base + (first + j) * w.pixel_step +
+                                                c * w.channel_step])
+                                   : P(0);
+    }
+  }
+}
+
+// The pixel loops, built also for x86-64-v3 (AVX2, FMA) and picked at load time (GCC's
+// target_clones, glibc's ifunc) on x86-64: the baseline has no FMA instruction, so torchvision's
+// fused multiply-adds, which the stages reproduce, would be library calls there, one value at a
+// time. Flattened, so that the stages they call are built for the same target. (CMakeLists.txt
+// builds this file without contracting multiplies and adds, and with selects that vectorise.)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+#define GPUAUG_PIXEL_LOOP __attribute__((target_clones("arch=x86-64-v3", "default"), flatten))
+#else
+#define GPUAUG_PIXEL_LOOP
+#endif
+
+// Pixels [first, last) of the image at `base` through steps [0, end) of `prog`, a run at a time;
+// each run's first `count` pixels then to sink(x, run_first, count).
+template <int C, typename T, typename P, typename Sink>
+inline void run_pixels(const T* in, const Walk& w, const SampleProgram<P>& prog, int end,
+                       const Reduced<P>& r, int64_t base, int64_t first, int64_t last,
+                       Sink&& sink) {
+  for (int64_t px = first; px < last; px += kRun) {
+    const int count = static_cast<int>(std::min<int64_t>(kRun, last - px));
+    P x[kRun][3];
+    load_run<C>(in, base, px, count, w, x);
+    run_steps<C, T>(prog, 0, end, x, r);
+    sink(x, px, count);
+  }
+}
+
+// Adds the statistics of pixels [first, last) at their reduction step to `sums`, pixel by pixel
+// (the steps before it read no statistics).
+template <int C, typename T, typename P>
+GPUAUG_PIXEL_LOOP void add_stats(const T* in, const Walk& w, const SampleProgram<P>& prog,
+                                 int kind, int64_t base, int64_t first, int64_t last,
+                                 double (&sums)[kStats]) {
+  run_pixels<C, T>(in, w, prog, prog.reduce_at, Reduced<P>{}, base, first, last,
+                   [&](const P (&x)[kRun][3], int64_t, int count) {
+                     for (int j = 0; j < count; ++j) add_pixel_stats<C, T>(kind, x[j], sums);
+                   });
+}
+
+// Counts the image's values at its equalize step.
+template <int C, typename T, typename P>
+GPUAUG_PIXEL_LOOP void count_values(const T* in, const Walk& w, const SampleProgram<P>& prog,
+                                    int64_t base, int64_t (&histogram)[3][kBins]) {
+  run_pixels<C, T>(in, w, prog, prog.reduce_at, Reduced<P>{}, base, 0, w.g.pixels,
+                   [&](const P (&x)[kRun][3], int64_t, int count) {
+                     for (int j = 0; j < count; ++j) {
+                       for (int c = 0; c < C; ++c) ++histogram[c][equalize_bin<T>(x[j][c])];
+                     }
+                   });
+}
+
+// Pixels [first, last) of the image at `base` through the whole program, converted into `out`.
+template <int C, typename T, typename out_t, typename P>
+GPUAUG_PIXEL_LOOP void transform_pixels(const T* in, out_t* out, const Walk& w,
+                                        const SampleProgram<P>& prog, const Reduced<P>& r,
+                                        const Output<P>& o, int64_t base, int64_t first,
+                                        int64_t last) {
+  run_pixels<C, T>(in, w, prog, prog.count, r, base, first, last,
+                   [&](const P (&x)[kRun][3], int64_t run_first, int count) {
+                     for (int j = 0; j < count; ++j) {
+                       const int64_t at = base + (run_first + j) * w.pixel_step;
+                       for (int c = 0; c < C; ++c) {
+                         out[at + c * w.channel_step] = convert<T, out_t>(x[j][c], o, c);
+                       }
+                     }
+                   });
+}
+
 // Each image's equalize tables (3 x kBins), from its channels' histograms at its sample's
 // equalize step. An image's pixels are counted in one task: integer counts, any order.
 template <int C, typename T, typename P>
 std::vector<uint8_t> equalize_tables(const T* in, const Walk& w,
                                      const std::vector<SampleProgram<P>>& progs) {
   std::vector<uint8_t> tables(w.images() * 3 * kBins);
-  const Reduced<P> none{};  // the steps before the equalize step read no statistics
   at::parallel_for(0, w.images(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t image = begin; image < end; ++image) {
       const SampleProgram<P>& prog = progs[image / w.g.frames];
       if (prog.reduce_at < 0) continue;
       int64_t histogram[3][kBins] = {};
-      for (int64_t px = 0; px < w.g.pixels; ++px) {
-        P x[1][3];
-        load_pixel<C>(in, image * C * w.g.pixels + px * w.pixel_step, w, x[0]);
-        run_steps<C, T>(prog, 0, prog.reduce_at, x, none);
-        for (int c = 0; c < C; ++c) ++histogram[c][equalize_bin<T>(x[0][c])];
-      }
+      count_values<C, T>(in, w, prog, image * C * w.g.pixels, histogram);
       for (int c = 0; c < C; ++c) equalize_table(histogram[c], &tables[(image * 3 + c) * kBins]);
     }
   });
@@ -130,15 +207,11 @@ std::vector<Reduced<P>> reductions(const T* in, const Walk& w, int kind,
     }
     return reduced;
   }
-  const Reduced<P> none{};
   const std::vector<Stats> stats = image_stats(
       w, kind, [&](int64_t image, int64_t first, int64_t last, double (&sums)[kStats]) {
         const SampleProgram<P>& prog = progs[image / w.g.frames];
-        for (int64_t px = first; prog.reduce_at >= 0 && px < last; ++px) {
-          P x[1][3];
-          load_pixel<C>(in, image * C * w.g.pixels + px * w.pixel_step, w, x[0]);
-          run_steps<C, T>(prog, 0, prog.reduce_at, x, none);
-          add_pixel_stats<C, T>(kind, x[0], sums);
+        if (prog.reduce_at >= 0) {
+          add_stats<C, T>(in, w, prog, kind, image * C * w.g.pixels, first, last, sums);
         }
       });
   for (int64_t image = 0; image < w.images(); ++image) {
@@ -147,21 +220,18 @@ std::vector<Reduced<P>> reductions(const T* in, const Walk& w, int kind,
   return reduced;
 }
 
-// Calls f(image, prog, reduced, at) for every pixel, `at` its first channel's offset, the
-// image's tasks in parallel.
+// Calls f(image, prog, reduced, base, first, last) for every task's pixels [first, last),
+// `base` the offset of the image, the tasks in parallel.
 template <int C, typename P, typename F>
-void for_each_pixel(const Walk& w, const std::vector<SampleProgram<P>>& progs,
-                    const std::vector<Reduced<P>>& reduced, F&& f) {
+void for_each_task(const Walk& w, const std::vector<SampleProgram<P>>& progs,
+                   const std::vector<Reduced<P>>& reduced, F&& f) {
   at::parallel_for(0, w.tasks(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t image = task / w.tasks_per_image;
-      const SampleProgram<P>& prog = progs[image / w.g.frames];
       const Reduced<P> r = reduced.empty() ? Reduced<P>{} : reduced[image];
       const int64_t first = (task % w.tasks_per_image) * kPixelsPerTask;
       const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
-      for (int64_t px = first; px < last; ++px) {
-        f(image, prog, r, image * C * w.g.pixels + px * w.pixel_step);
-      }
+      f(image, progs[image / w.g.frames], r, image * C * w.g.pixels, first, last);
     }
   });
 }
@@ -169,12 +239,10 @@ void for_each_pixel(const Walk& w, const std::vector<SampleProgram<P>>& progs,
 template <int C, typename T, typename out_t, typename P>
 void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleProgram<P>>& progs,
                const std::vector<Reduced<P>>& reduced, const Output<P>& o) {
-  for_each_pixel<C>(w, progs, reduced, [&](int64_t, const SampleProgram<P>& prog,
-                                           const Reduced<P>& r, int64_t at) {
-    P x[1][3];
-    load_pixel<C>(in, at, w, x[0]);
-    run_steps<C, T>(prog, 0, prog.count, x, r);
-    for (int c = 0; c < C; ++c) out[at + c * w.channel_step] = convert<T, out_t>(x[0][c], o, c);
+  for_each_task<C>(w, progs, reduced, [&](int64_t, const SampleProgram<P>& prog,
+                                          const Reduced<P>& r, int64_t base, int64_t first,
+                                          int64_t last) {
+    transform_pixels<C, T>(in, out, w, prog, r, o, base, first, last);
   });
 }
 
@@ -228,12 +296,16 @@ void backward(const T* grad, const T* in, T* grad_in, const Walk& w,
       mean_grads[image] = static_cast<P>(sums[image].v[0] / static_cast<double>(w.g.pixels));
     }
   }
-  for_each_pixel<C>(w, progs, reduced, [&](int64_t image, const SampleProgram<P>& prog,
-                                           const Reduced<P>& r, int64_t at) {
-    P x[3], g[3], unused = 0;
-    load_both(at, x, g);
-    backprop_pixel<C, T>(prog, x, r, 0, mean_grads[image], g, &unused);
-    for (int c = 0; c < C; ++c) grad_in[at + c * w.channel_step] = static_cast<T>(g[c]);
+  for_each_task<C>(w, progs, reduced, [&](int64_t image, const SampleProgram<P>& prog,
+                                          const Reduced<P>& r, int64_t base, int64_t first,
+                                          int64_t last) {
+    for (int64_t px = first; px < last; ++px) {
+      const int64_t at = base + px * w.pixel_step;
+      P x[3], g[3], unused = 0;
+      load_both(at, x, g);
+      backprop_pixel<C, T>(prog, x, r, 0, mean_grads[image], g, &unused);
+      for (int c = 0; c < C; ++c) grad_in[at + c * w.channel_step] = static_cast<T>(g[c]);
+    }
   });
 }
 
