@@ -270,27 +270,43 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
   });
 }
 
+// The gradient of pixels [first, last) of the image at `base` back through steps
+// [stop, prog.count): with stop the reduction step, only each pixel's gradient of the mean,
+// summed into `mean_grad_sum`; with stop 0 the image's gradient, into `grad_in`.
+template <int C, typename T, typename P>
+GPUAUG_PIXEL_LOOP void backprop_pixels(const T* grad, const T* in, T* grad_in, const Walk& w,
+                                       const SampleProgram<P>& prog, const Reduced<P>& r,
+                                       const Output<P>& scale, int stop, P mean_grad_per_pixel,
+                                       int64_t base, int64_t first, int64_t last,
+                                       double* mean_grad_sum) {
+  for (int64_t px = first; px < last; ++px) {
+    const int64_t at = base + px * w.pixel_step;
+    P x[3], g[3], mean_grad = 0;
+    load_pixel<C>(in, at, w, x);
+    load_pixel<C>(grad, at, w, g);
+    for (int c = 0; c < C; ++c) g[c] *= scale.inv_std[c];
+    backprop_pixel<C, T>(prog, x, r, stop, mean_grad_per_pixel, g, &mean_grad);
+    if (mean_grad_sum != nullptr) {
+      *mean_grad_sum += mean_grad;
+    } else {
+      for (int c = 0; c < C; ++c) grad_in[at + c * w.channel_step] = static_cast<T>(g[c]);
+    }
+  }
+}
+
 template <int C, typename T, typename P>
 void backward(const T* grad, const T* in, T* grad_in, const Walk& w,
               const std::vector<SampleProgram<P>>& progs,
               const std::vector<Reduced<P>>& reduced, const Output<P>& scale) {
-  auto load_both = [&](int64_t at, P (&x)[3], P (&g)[3]) {
-    load_pixel<C>(in, at, w, x);
-    load_pixel<C>(grad, at, w, g);
-    for (int c = 0; c < C; ++c) g[c] *= scale.inv_std[c];
-  };
   // Each image's mean gradient per pixel (its total over the image / the pixel count).
   std::vector<P> mean_grads(w.images(), P(0));
   if (!reduced.empty()) {
     const std::vector<Stats> sums = image_stats(
         w, kContrast, [&](int64_t image, int64_t first, int64_t last, double (&sum)[kStats]) {
           const SampleProgram<P>& prog = progs[image / w.g.frames];
-          for (int64_t px = first; prog.reduce_at >= 0 && px < last; ++px) {
-            P x[3], g[3], mean_grad = 0;
-            load_both(image * C * w.g.pixels + px * w.pixel_step, x, g);
-            backprop_pixel<C, T>(prog, x, reduced[image], prog.reduce_at, P(0), g, &mean_grad);
-            sum[0] += mean_grad;
-          }
+          if (prog.reduce_at < 0) return;
+          backprop_pixels<C>(grad, in, static_cast<T*>(nullptr), w, prog, reduced[image], scale,
+                             prog.reduce_at, P(0), image * C * w.g.pixels, first, last, &sum[0]);
         });
     for (int64_t image = 0; image < w.images(); ++image) {
       mean_grads[image] = static_cast<P>(sums[image].v[0] / static_cast<double>(w.g.pixels));
@@ -299,13 +315,8 @@ void backward(const T* grad, const T* in, T* grad_in, const Walk& w,
   for_each_task<C>(w, progs, reduced, [&](int64_t image, const SampleProgram<P>& prog,
                                           const Reduced<P>& r, int64_t base, int64_t first,
                                           int64_t last) {
-    for (int64_t px = first; px < last; ++px) {
-      const int64_t at = base + px * w.pixel_step;
-      P x[3], g[3], unused = 0;
-      load_both(at, x, g);
-      backprop_pixel<C, T>(prog, x, r, 0, mean_grads[image], g, &unused);
-      for (int c = 0; c < C; ++c) grad_in[at + c * w.channel_step] = static_cast<T>(g[c]);
-    }
+    backprop_pixels<C>(grad, in, grad_in, w, prog, r, scale, 0, mean_grads[image], base, first,
+                       last, nullptr);
   });
 }
 
