@@ -449,8 +449,9 @@ def test_no_stages_converts_alone(channels_last, device):
     mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
     none = torch.empty(0, device=device)
     out = gpuaug.photometric(image, [], none, dtype=torch.float32, mean=mean, std=std)
-    expected = (image.double() / 255 - torch.tensor(mean, dtype=torch.float64, device=device)
-                .view(3, 1, 1)) / torch.tensor(std, dtype=torch.float64, device=device).view(3, 1, 1)
+    column = {"dtype": torch.float64, "device": device}
+    expected = ((image.double() / 255 - torch.tensor(mean, **column).view(3, 1, 1))
+                / torch.tensor(std, **column).view(3, 1, 1))
     torch.testing.assert_close(out.double(), expected, rtol=0, atol=1e-5)
     assert torch.equal(gpuaug.photometric(image, [], none.expand(3, 0)), image)
     floats = make_image([2, 3, 4, 5], torch.float64, device, seed=17).requires_grad_()
