@@ -488,6 +488,15 @@ def test_opcheck(keys, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_no_stages(device):
+    """An empty program (the conversion alone), floating in and out so its gradient is checked."""
+    image = make_image([2, 3, 5, 4], torch.float32, device, seed=20)
+    torch.library.opcheck(torch.ops.gpuaug.photometric.default,
+                          (image, [], torch.empty(2, 0, device=device)),
+                          {"mean": [0.5] * 3, "std": [0.2] * 3})
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("stage", [Stage.AUTOCONTRAST, Stage.EQUALIZE])
 def test_opcheck_other_reductions(stage, device):
     """The reduction passes other than contrast's: autocontrast's and equalize's histograms."""
