@@ -1,8 +1,11 @@
-// gpuaug::photometric on the GPU: with a reduction stage, a reduction kernel writes per-block
-// partial statistics of each image at that step (contrast's sum of grays, autocontrast's channel
-// minima and maxima), or, for equalize, adds to each image's histograms, from which a small kernel
-// makes its tables; it also keeps the pixels as they reach that step (an image-sized buffer), so
-// that the element-wise kernel resumes there instead of running the earlier steps again. That
+// gpuaug::photometric on the GPU. A uint8 batch with a reduction stage whose images each fit in
+// a block's shared memory, and that fills the GPU with a block per image, runs as one kernel
+// with each image resident in shared memory (resident_transform). Otherwise, with a reduction
+// stage, a reduction kernel writes per-block partial statistics of each image at that step
+// (contrast's sum of grays, autocontrast's channel minima and maxima), or, for equalize, adds to
+// each image's histograms, from which a small kernel makes its tables; it also keeps the pixels
+// as they reach that step (an image-sized buffer), so that the element-wise kernel resumes there
+// instead of running the earlier steps again. That
 // kernel runs every pixel through its sample's program, each block combining its image's partials
 // (in a fixed order: the same bits on every run). Each thread takes V pixels (kVec): 16-byte
 // copies per channel plane (or per run of interleaved pixels) where the image is aligned, else
@@ -28,6 +31,7 @@
 
 #include "kernels/color_transform.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/per_device.h"
 #include "kernels/photometric.h"
 #include "kernels/photometric_grad.h"
 #include "kernels/photometric_math.h"
@@ -309,9 +313,10 @@ __device__ __forceinline__ void warp_image_stats(const double* partials, const G
 }
 
 // The block's statistics, its threads' combined in a fixed order, into out[0, kStats). Every
-// thread of the block must call it.
+// thread of the block (of at most MaxThreads) must call it.
+template <int MaxThreads = kThreads>
 __device__ __forceinline__ void block_stats(int kind, double (&stats)[kStats], double* out) {
-  __shared__ double warp_stats[kThreads / 32][kStats];
+  __shared__ double warp_stats[MaxThreads / 32][kStats];
   const int count = stat_count(kind);
 #pragma unroll
   for (int d = 16; d > 0; d /= 2) {
@@ -330,7 +335,7 @@ __device__ __forceinline__ void block_stats(int kind, double (&stats)[kStats], d
   if (threadIdx.x < kStats) {
     double total = initial_stat(kind, threadIdx.x);
 #pragma unroll
-    for (int w = 0; w < kThreads / 32; ++w) {
+    for (int w = 0; w < blockDim.x / 32; ++w) {
       total = combine_stat(kind, threadIdx.x, total, warp_stats[w][threadIdx.x]);
     }
     out[threadIdx.x] = total;
@@ -482,6 +487,173 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
   });
 }
 
+// Resident images: with a reduction stage, one block per image whose pixels fit in the block's
+// shared memory (a 224x224 RGB uint8 image takes 147 KiB) copies the image there once, takes its
+// pixels to the reduction step in place, combines the image's statistics itself and resumes from
+// shared memory: the image is read once, nothing is staged in global memory, and there is no
+// second kernel (the two-pass kernels above read the image twice and write and read the staged
+// pixels). Each thread only ever touches its own runs, so the copies need no barrier. uint8 only,
+// where the statistics are exact (integer sums, extremes, counts, in float32 per thread): the
+// same results as the two-pass kernels', whichever the launch picks. Up to kResidentThreads a
+// block, as many as give every thread the same number of runs but for the last few threads (a
+// 224x224 image's 6272 runs of 8 pixels: 896 threads 7 each, where 1024 would leave all but 128
+// threads idle in a seventh round).
+constexpr int kResidentThreads = 1024;
+
+// Waits for this thread's copies of a chunk, `later` chunks' copies being committed after it
+// (cp.async.wait_group takes an immediate: past the largest here, it waits for more than needed).
+__device__ __forceinline__ void wait_for_chunk(int64_t later) {
+  switch (later) {
+    case 0: __pipeline_wait_prior(0); break;
+    case 1: __pipeline_wait_prior(1); break;
+    case 2: __pipeline_wait_prior(2); break;
+    case 3: __pipeline_wait_prior(3); break;
+    case 4: __pipeline_wait_prior(4); break;
+    case 5: __pipeline_wait_prior(5); break;
+    case 6: __pipeline_wait_prior(6); break;
+    default: __pipeline_wait_prior(7); break;
+  }
+}
+
+template <int C, typename T, int V, bool Interleaved>
+__device__ __forceinline__ Runs<T, C, V, Interleaved> resident_runs(const T* pixels,
+                                                                    const Geometry& g, int64_t p0) {
+  Runs<T, C, V, Interleaved> r;
+#pragma unroll
+  for (int k = 0; k < C; ++k) {
+    r.run[k] = *reinterpret_cast<const Vec<T, V>*>(pixels + r.offset(0, g.pixels, p0, k));
+  }
+  return r;
+}
+
+template <int C, typename T, typename out_t, typename P, int V, bool Interleaved>
+__global__ void __launch_bounds__(kResidentThreads, 1)
+    resident_transform(const T* in, out_t* out, Geometry g, Program program, Rows<P> rows,
+                       Output<P> o) {
+  using R = Runs<T, C, V, Interleaved>;
+  extern __shared__ __align__(16) unsigned char resident_image[];
+  T* pixels = reinterpret_cast<T*>(resident_image);
+  __shared__ SampleProgram<P> prog;
+  __shared__ Reduced<P> reduced;
+  __shared__ double totals[kStats];
+  __shared__ unsigned int counts[3 * kBins];
+  __shared__ int64_t histogram[3 * kBins];
+  __shared__ uint8_t table[3 * kBins];
+  const int64_t image = blockIdx.x;
+  const int64_t image_base = image * C * g.pixels;
+  const int64_t chunk_pixels = int64_t{blockDim.x} * V;
+  const int64_t chunks = (g.pixels + chunk_pixels - 1) / chunk_pixels;
+  const auto first_pixel = [&](int64_t chunk) { return chunk * chunk_pixels + threadIdx.x * V; };
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {  // a group per chunk
+    const int64_t p0 = first_pixel(chunk);
+    if (p0 < g.pixels) {
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        __pipeline_memcpy_async(pixels + R().offset(0, g.pixels, p0, k),
+                                in + R().offset(image_base, g.pixels, p0, k), sizeof(Vec<T, V>));
+      }
+    }
+    __pipeline_commit();
+  }
+  const int kind = program.reduction;
+  decode_block_program(prog, program, rows, image / g.frames);
+  for (int i = threadIdx.x; i < 3 * kBins; i += blockDim.x) counts[i] = 0;
+  __syncthreads();
+  const auto finish_pixels = [&](int64_t p0, int first_step) {
+    P x[V][3];
+    unpack_pixels<C, T, P, V, true, Interleaved>(resident_runs<C, T, V, Interleaved>(pixels, g, p0),
+                                                 pixels, g, 0, p0, x);
+    run_steps<C, T>(prog, first_step, prog.count, x, reduced);
+    store_pixels<C, T, out_t, P, V, true, Interleaved>(out, g, image_base, p0, x, o);
+  };
+  if (prog.reduce_at < 0) {  // the sample skips its reduction stage: one pass, as chunks land
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      wait_for_chunk(chunks - 1 - chunk);
+      if (first_pixel(chunk) < g.pixels) finish_pixels(first_pixel(chunk), 0);
+    }
+    return;
+  }
+  P stats[kStats];
+#pragma unroll
+  for (int i = 0; i < kStats; ++i) stats[i] = static_cast<P>(initial_stat(kind, i));
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    wait_for_chunk(chunks - 1 - chunk);
+    const int64_t p0 = first_pixel(chunk);
+    if (p0 >= g.pixels) continue;
+    P x[V][3];
+    unpack_pixels<C, T, P, V, true, Interleaved>(resident_runs<C, T, V, Interleaved>(pixels, g, p0),
+                                                 pixels, g, 0, p0, x);
+    run_steps<C, T>(prog, 0, prog.reduce_at, x, reduced);
+    if (prog.reduce_at > 0) {  // kept in place for the steps after the reduction
+      R r;
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+#pragma unroll
+        for (int c = 0; c < C; ++c) r.at(c, j) = convert<T, T>(x[j][c], Output<P>{}, c);
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        *reinterpret_cast<Vec<T, V>*>(pixels + r.offset(0, g.pixels, p0, k)) = r.run[k];
+      }
+    }
+    if (kind == kContrast) {
+      P grays = 0;
+#pragma unroll
+      for (int j = 0; j < V; ++j) grays += contrast_gray<C, T>(x[j]);
+      stats[0] += grays;
+    } else if (kind == kEqualize) {
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+#pragma unroll
+        for (int c = 0; c < C; ++c) atomicAdd(&counts[c * kBins + equalize_bin<T>(x[j][c])], 1u);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+#pragma unroll
+        for (int c = 0; c < C; ++c) {  // autocontrast's extremes (uint8: no NaN)
+          stats[c] = fminf(stats[c], x[j][c]);
+          stats[3 + c] = fmaxf(stats[3 + c], x[j][c]);
+        }
+    }
+  }
+  if (kind == kEqualize) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < 3 * kBins; i += blockDim.x) histogram[i] = counts[i];
+    __syncthreads();
+    if (threadIdx.x < C) equalize_table(histogram + threadIdx.x * kBins, table + threadIdx.x * kBins);
+    if (threadIdx.x == 0) reduced.table = table;
+  } else {
+    double thread_stats[kStats];
+#pragma unroll
+    for (int i = 0; i < kStats; ++i) thread_stats[i] = stats[i];
+    block_stats<kResidentThreads>(kind, thread_stats, totals);
+    __syncthreads();
+    if (threadIdx.x == 0) reduced = finish_reduction<T, P>(kind, totals, g.pixels);
+  }
+  __syncthreads();
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    if (first_pixel(chunk) < g.pixels) finish_pixels(first_pixel(chunk), prog.reduce_at);
+  }
+}
+
+// The shared memory a resident image may take on the current device (the block's opt-in limit
+// less the kernel's own), set as the kernel's limit on first use there.
+template <typename Kernel>
+int resident_bytes(Kernel kernel) {
+  cudaFuncAttributes attributes;
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  const int bytes = static_cast<int>(at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin -
+                                     attributes.sharedSizeBytes);
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  return bytes;
+}
+
+// Whether one block per image keeps the GPU busy: at least 80% of the SMs' slots in its waves
+// (the two-pass kernels spread any batch over every SM).
+bool resident_fills_gpu(int64_t images) {
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  return images * 5 >= ceil_div(images, sms) * sms * 4;
+}
+
 // The gradient of each pixel: MeanGradPass sums, per block, the gradient of contrast's mean (each
 // pixel taken back to its contrast step); the other pass takes every pixel back to the image and
 // writes its gradient. `scale` holds 1 / std. (Autocontrast, the other reduction, has none.)
@@ -594,16 +766,30 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     const bool narrow = !wide && kIsU8<T> && aligned_runs(4);
     const bool equalize = program.reduction == kEqualize;
     const int64_t images = cg.samples * cg.frames;
-    at::Tensor staged, counts, tables;
-    if (program.reduction) staged = at::empty_like(in);  // the pixels at the reduction step
-    if (equalize) {
-      counts = at::zeros({images, 3, kBins}, in.options().dtype(at::kLong));
-      tables = at::empty({images, 3, kBins}, in.options().dtype(at::kByte));
-    }
     with_layout(cg, wide || narrow, [&](auto channels, auto vector, auto interleaved) {
       constexpr int C = decltype(channels)::value;
       constexpr bool kVectorized = decltype(vector)::value;
       constexpr bool kInterleaved = decltype(interleaved)::value;
+      if constexpr (kIsU8<T> && kVectorized) {
+        const auto kernel = resident_transform<C, T, out_t, P, V, kInterleaved>;
+        static PerDevice<int> max_bytes;
+        const int64_t bytes = C * cg.pixels * static_cast<int64_t>(sizeof(T));
+        if (wide && program.reduction && resident_fills_gpu(images) &&
+            bytes <= max_bytes.get([&] { return resident_bytes(kernel); })) {
+          const int64_t runs = cg.pixels / V, rounds = ceil_div(runs, kResidentThreads);
+          const int64_t threads = ceil_div(ceil_div(runs, rounds), 32) * 32;
+          kernel<<<images, threads, bytes, stream>>>(src, dst, kernel_geometry(cg, V), program,
+                                                      rows, o);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+          return;
+        }
+      }
+      at::Tensor staged, counts, tables;
+      if (program.reduction) staged = at::empty_like(in);  // the pixels at the reduction step
+      if (equalize) {
+        counts = at::zeros({images, 3, kBins}, in.options().dtype(at::kLong));
+        tables = at::empty({images, 3, kBins}, in.options().dtype(at::kByte));
+      }
       const auto launch = [&](auto width) {
         constexpr int W = decltype(width)::value;
         const Geometry g = kernel_geometry(cg, W);

@@ -562,6 +562,57 @@ def test_cuda_graph_fresh_draws(name):
     assert not torch.equal(outputs[0], outputs[1])
 
 
+def kernel_names(fn):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [event.name for event in prof.events() if event.device_type.name == "CUDA"]
+
+
+@requires_torchvision
+@requires_cuda
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("out_dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("name", ["ColorJitter", "RandomAutocontrast", "RandomEqualize"])
+def test_resident_images(name, out_dtype, channels_last):
+    """A uint8 batch with a reduction stage that fills the GPU runs one block per image, the image
+    in shared memory; the same samples a few at a time take the two-pass kernels. Both give the
+    same values, torchvision's."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    image = make_image([2 * sms, 3, 16, 24], torch.uint8, "cuda", seed=31)
+    if channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
+    normalize = {} if out_dtype == torch.uint8 else dict(dtype=out_dtype, mean=[0.5, 0.4, 0.3],
+                                                         std=[0.2, 0.25, 0.3])
+    transform = T.Compose([T.RandomSolarize(100.0), T.RandomPosterize(6), *{
+        "ColorJitter": [T.ColorJitter(0.4, 0.4, 0.4, 0.1)],
+        "RandomAutocontrast": [T.RandomGrayscale(0.3), T.RandomAutocontrast(0.8),
+                               T.ColorJitter(0.4, 0, 0.4, 0.1)],
+        "RandomEqualize": [T.ColorJitter(0.4, 0, 0.4, 0.1), T.RandomEqualize(0.8),
+                           T.RandomInvert()],
+    }[name]], **normalize)
+    params = transform.sample_params(image)
+    whole = transform(image, params)
+    assert any("resident_transform" in k for k in kernel_names(lambda: transform(image, params)))
+    pieces = torch.cat([transform(image[n:n + 4], {k: v[n:n + 4] for k, v in params.items()})
+                        for n in range(0, image.shape[0], 4)])
+    assert not any("resident_transform" in k for k in
+                   kernel_names(lambda: transform(image[:4], {k: v[:4] for k, v in
+                                                              params.items()})))
+    assert torch.equal(whole, pieces)
+    few = slice(0, 6)
+    expected = torchvision_batch(image[few], transform.stages,
+                                 {k: v[few] for k, v in params.items()})
+    if out_dtype == torch.uint8:
+        assert_matches_torchvision(whole[few], expected, torch.uint8)
+    else:  # a uint8 value torchvision truncates differently moves the output by 1/255/std
+        expected = F.normalize(F.to_dtype(expected, out_dtype, scale=True), normalize["mean"],
+                               normalize["std"])
+        diff = (whole[few].cpu().double() - expected.double()).abs()
+        assert (diff > 1e-5).double().mean().item() < 1e-3
+        assert diff.max().item() <= 1 / 255 / 0.2 + 1e-5
+
+
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
                                   "RandomChannelPermutation", "RandomSolarize", "RandomEqualize"])
 def test_torchscript(name, tmp_path):
