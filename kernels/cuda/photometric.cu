@@ -648,10 +648,11 @@ int resident_bytes(Kernel kernel) {
 }
 
 // Whether one block per image keeps the GPU busy: at least 80% of the SMs' slots in its waves
-// (the two-pass kernels spread any batch over every SM).
+// (the two-pass kernels spread any batch over every SM), in one launch's grid.
 bool resident_fills_gpu(int64_t images) {
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  return images * 5 >= ceil_div(images, sms) * sms * 4;
+  return images <= std::numeric_limits<int32_t>::max() &&
+         images * 5 >= ceil_div(images, sms) * sms * 4;
 }
 
 // The gradient of each pixel: MeanGradPass sums, per block, the gradient of contrast's mean (each
