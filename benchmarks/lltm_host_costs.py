@@ -67,6 +67,10 @@ def rows(b, i, s):
     cases = {
         "torch.empty": lambda: torch.empty(b, s, device=dev),
         "torch.relu (16 floats)": lambda: torch.relu(tiny),
+        # A custom operator's own floor: one registered op, one kernel.
+        "gpuaug.mul (16 floats)": lambda: gpuaug.mul(tiny, tiny),
+        "torch.ops.gpuaug.mul.default": lambda: torch.ops.gpuaug.mul.default(tiny, tiny),
+        "torch.mul (16 floats)": lambda: torch.mul(tiny, tiny),
         "torch.cat": lambda: torch.cat([h, x_in], 1),
         **products,
         "gpuaug.lltm no_grad": lambda: gpuaug.lltm(x_in, w, bias, h, c),

@@ -2,9 +2,8 @@
 // kernel each (the backward's with the bias's gradient for B <= 32, a small kernel of its own
 // beyond); ops/lltm.cpp does the matrix products (cuBLAS through ATen), checks, allocates and
 // calls them. The gates are gate-major ([3S, B]) and the state sample-major ([B, S]), so each
-// block works on a 32 x 32 tile of (sample, state column) and turns the state's tiles around in
-// shared memory: every global access is coalesced, the gates' along samples and the state's
-// along columns.
+// block works on a tile of (sample, state column) and turns the state's tiles around in shared
+// memory: the gates are read and written along samples, the state along columns.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -19,12 +18,19 @@
 namespace gpuaug::cuda {
 namespace {
 
-constexpr int kTile = 32;  // samples and state columns per block
-constexpr int kRows = 8;   // threadIdx.y: each thread takes kTile / kRows rows of the tile
+// A block is one thread per element of a tile of 32 samples by 8 state columns: at B, S = 256,
+// 1024, 1024 blocks, all resident at once, so that one block's loads overlap another's
+// arithmetic. (Tiles of 32 x 32, four elements a thread, ran at a third of the memory's
+// bandwidth: two blocks a SM, each waiting on its loads, then on its arithmetic.)
+constexpr int kSamples = 32;  // threadIdx.x: a warp's samples, along which the gates are contiguous
+constexpr int kColumns = 8;   // threadIdx.y
+constexpr int kThreadsPerTile = kSamples * kColumns;
 
-// A [B, S] operand's tile, transposed: [column][sample], padded against bank conflicts.
+// A [B, S] operand's tile, transposed: [column][sample]. The row pitch of 36 words puts the
+// 32 elements a warp touches in 32 banks both ways: 32 samples of a column, or 4 samples by 8
+// columns.
 template <typename T>
-using Tile = T[kTile][kTile + 1];
+using Tile = T[kColumns][kSamples + 4];
 
 // A [B, S] operand of any strides; null data reads as zeros.
 template <typename T>
@@ -39,63 +45,76 @@ Strided<T> strided(const at::Tensor& t) {
   return {t.const_data_ptr<T>(), t.stride(0), t.stride(1)};
 }
 
+// The (sample, column) in the tile of the block's thread when the threads run along columns,
+// as they must to read or write a row-major [B, S] operand in whole 32-byte sectors.
+__device__ int2 along_columns() {
+  const int t = threadIdx.y * kSamples + threadIdx.x;
+  return {t / kColumns, t % kColumns};
+}
+
 // The tile's elements from `src`, the threads running along whichever index is contiguous
 // (columns for a row-major operand, samples for the transposed gradient the backward's product
-// returns), so that either layout loads coalesced.
+// returns).
 template <typename T, typename OpMath>
 __device__ void load_tile(Tile<OpMath>& tile, Strided<T> src, int64_t batch, int64_t state,
                           int64_t b0, int64_t s0) {
   const bool along_samples = src.stride_b == 1 && src.stride_s != 1;  // uniform in the block
-  for (int r = threadIdx.y; r < kTile; r += kRows) {
-    const int sample = along_samples ? threadIdx.x : r, column = along_samples ? r : threadIdx.x;
-    const int64_t b = b0 + sample, s = s0 + column;
-    if (b < batch && s < state) {
-      tile[column][sample] =
-          src.data ? OpMath(src.data[b * src.stride_b + s * src.stride_s]) : OpMath(0);
-    }
+  const int2 at = along_samples ? int2{int(threadIdx.x), int(threadIdx.y)} : along_columns();
+  const int64_t b = b0 + at.x, s = s0 + at.y;
+  if (b < batch && s < state) {
+    tile[at.y][at.x] = src.data ? OpMath(src.data[b * src.stride_b + s * src.stride_s]) : OpMath(0);
   }
 }
 
-// The tile back to a contiguous [B, S] output (threads along columns).
+// The tile back to a contiguous [B, S] output.
 template <typename T, typename OpMath>
 __device__ void store_tile(T* dst, const Tile<OpMath>& tile, int64_t batch, int64_t state,
                            int64_t b0, int64_t s0) {
-  for (int r = threadIdx.y; r < kTile; r += kRows) {
-    const int64_t b = b0 + r, s = s0 + threadIdx.x;
-    if (b < batch && s < state) dst[b * state + s] = T(tile[threadIdx.x][r]);
+  const int2 at = along_columns();
+  const int64_t b = b0 + at.x, s = s0 + at.y;
+  if (b < batch && s < state) dst[b * state + s] = T(tile[at.y][at.x]);
+}
+
+// The thread's three gate pre-activations (linear term plus bias), loaded before the state's
+// tiles so that all of its loads are in flight together; zeros outside the operands (unused).
+template <typename T, typename OpMath>
+__device__ void load_gates(OpMath (&pre)[3], const T* __restrict__ gates,
+                           const T* __restrict__ bias, int64_t batch, int64_t state, int64_t b,
+                           int64_t s) {
+#pragma unroll
+  for (int g = 0; g < 3; ++g) {
+    const int64_t row = g * state + s;
+    pre[g] = b < batch && s < state ? OpMath(gates[row * batch + b]) + OpMath(bias[row])
+                                    : OpMath(0);
   }
 }
 
 // The sum over a warp's 32 lanes, in a fixed order (the same bits every run).
 template <typename T>
 __device__ T warp_sum(T value) {
-  for (int offset = kTile / 2; offset > 0; offset /= 2) {
+  for (int offset = kSamples / 2; offset > 0; offset /= 2) {
     value += __shfl_down_sync(0xffffffffu, value, offset);
   }
   return value;  // in lane 0
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kTile * kRows)
+__global__ void __launch_bounds__(kThreadsPerTile)
 lltm_forward_kernel(int64_t batch, int64_t state, const T* __restrict__ gates,
                     const T* __restrict__ bias, Strided<T> old_cell, T* __restrict__ new_h,
                     T* __restrict__ new_cell) {
   using opmath_t = at::opmath_type<T>;
   __shared__ Tile<opmath_t> cell_tile, h_tile;
-  const int64_t b0 = int64_t(blockIdx.x) * kTile, s0 = int64_t(blockIdx.y) * kTile;
+  const int64_t b0 = int64_t(blockIdx.x) * kSamples, s0 = int64_t(blockIdx.y) * kColumns;
+  const int64_t b = b0 + threadIdx.x, s = s0 + threadIdx.y;
+  opmath_t pre[3];
+  load_gates(pre, gates, bias, batch, state, b, s);
   load_tile(cell_tile, old_cell, batch, state, b0, s0);
   __syncthreads();
-  // Threads along samples: the gates' rows are contiguous there.
-  for (int r = threadIdx.y; r < kTile; r += kRows) {
-    const int64_t s = s0 + r, b = b0 + threadIdx.x;
-    if (b >= batch || s >= state) continue;
-    auto gate = [&](int k) {
-      const int64_t row = k * state + s;
-      return opmath_t(gates[row * batch + b]) + opmath_t(bias[row]);
-    };
-    const LltmCell<opmath_t> cell(gate(0), gate(1), gate(2), cell_tile[r][threadIdx.x]);
-    cell_tile[r][threadIdx.x] = cell.new_cell;
-    h_tile[r][threadIdx.x] = cell.new_h();
+  if (b < batch && s < state) {
+    const LltmCell<opmath_t> cell(pre[0], pre[1], pre[2], cell_tile[threadIdx.y][threadIdx.x]);
+    cell_tile[threadIdx.y][threadIdx.x] = cell.new_cell;
+    h_tile[threadIdx.y][threadIdx.x] = cell.new_h();
   }
   __syncthreads();
   store_tile(new_h, h_tile, batch, state, b0, s0);
@@ -105,43 +124,41 @@ lltm_forward_kernel(int64_t batch, int64_t state, const T* __restrict__ gates,
 // grad_bias: written here when one block column holds every sample (B <= 32, the host-bound
 // sizes: no launch of its own), else null; grad_old_cell: null when not needed.
 template <typename T>
-__global__ void __launch_bounds__(kTile * kRows)
+__global__ void __launch_bounds__(kThreadsPerTile)
 lltm_backward_kernel(int64_t batch, int64_t state, Strided<T> grad_h, Strided<T> grad_cell,
                      const T* __restrict__ gates, const T* __restrict__ bias, Strided<T> old_cell,
                      T* __restrict__ grad_gates, T* __restrict__ grad_bias,
                      T* __restrict__ grad_old_cell) {
   using opmath_t = at::opmath_type<T>;
   __shared__ Tile<opmath_t> cell_tile, grad_h_tile, grad_cell_tile;
-  const int64_t b0 = int64_t(blockIdx.x) * kTile, s0 = int64_t(blockIdx.y) * kTile;
+  const int64_t b0 = int64_t(blockIdx.x) * kSamples, s0 = int64_t(blockIdx.y) * kColumns;
+  const int64_t b = b0 + threadIdx.x, s = s0 + threadIdx.y;
+  opmath_t pre[3];
+  load_gates(pre, gates, bias, batch, state, b, s);
   load_tile(cell_tile, old_cell, batch, state, b0, s0);
   load_tile(grad_h_tile, grad_h, batch, state, b0, s0);
   load_tile(grad_cell_tile, grad_cell, batch, state, b0, s0);
   __syncthreads();
-  for (int r = threadIdx.y; r < kTile; r += kRows) {
-    const int64_t s = s0 + r, b = b0 + threadIdx.x;
-    if (s >= state) continue;  // the whole warp: threadIdx.y is one per warp
+  if (s < state) {  // the whole warp: threadIdx.y is one per warp
     // The gradients as stored (rounded to T), so that the bias's sum is the one of grad_gates.
     opmath_t sums[3] = {0, 0, 0};
     if (b < batch) {
-      auto at_gate = [&](int k) { return (k * state + s) * batch + b; };
-      auto gate = [&](int k) {
-        return opmath_t(gates[at_gate(k)]) + opmath_t(bias[k * state + s]);
-      };
-      const opmath_t c = gate(2);
-      const LltmCell<opmath_t> cell(gate(0), gate(1), c, cell_tile[r][threadIdx.x]);
-      const LltmCellGrad<opmath_t> grad{grad_h_tile[r][threadIdx.x],
-                                        grad_cell_tile[r][threadIdx.x], c, cell};
+      const int y = threadIdx.y, x = threadIdx.x;
+      const LltmCell<opmath_t> cell(pre[0], pre[1], pre[2], cell_tile[y][x]);
+      const LltmCellGrad<opmath_t> grad{grad_h_tile[y][x], grad_cell_tile[y][x], pre[2], cell};
       const T rounded[3] = {T(grad.i), T(grad.o), T(grad.c)};
-      for (int k = 0; k < 3; ++k) {
-        grad_gates[at_gate(k)] = rounded[k];
-        sums[k] = opmath_t(rounded[k]);
+#pragma unroll
+      for (int g = 0; g < 3; ++g) {
+        grad_gates[(g * state + s) * batch + b] = rounded[g];
+        sums[g] = opmath_t(rounded[g]);
       }
-      cell_tile[r][threadIdx.x] = grad.old_cell;
+      cell_tile[y][x] = grad.old_cell;
     }
     if (grad_bias != nullptr) {
-      for (int k = 0; k < 3; ++k) {
-        const opmath_t sum = warp_sum(sums[k]);
-        if (threadIdx.x == 0) grad_bias[k * state + s] = T(sum);
+#pragma unroll
+      for (int g = 0; g < 3; ++g) {
+        const opmath_t sum = warp_sum(sums[g]);
+        if (threadIdx.x == 0) grad_bias[g * state + s] = T(sum);
       }
     }
   }
@@ -154,23 +171,24 @@ lltm_backward_kernel(int64_t batch, int64_t state, Strided<T> grad_h, Strided<T>
 // summing every 32nd sample, then warp_sum; the same bits every run, and for B <= 32 the same as
 // the backward kernel's in-block sums. B = 0 gives zeros.
 template <typename T>
-__global__ void __launch_bounds__(kTile * kRows)
+__global__ void __launch_bounds__(kThreadsPerTile)
 lltm_bias_grad_kernel(int64_t rows, int64_t batch, const T* __restrict__ grad_gates,
                       T* __restrict__ grad_bias) {
   using opmath_t = at::opmath_type<T>;
-  const int64_t row = int64_t(blockIdx.x) * kRows + threadIdx.y;
+  const int64_t row = int64_t(blockIdx.x) * kColumns + threadIdx.y;
   if (row >= rows) return;
   opmath_t sum = 0;
-  for (int64_t b = threadIdx.x; b < batch; b += kTile) sum += opmath_t(grad_gates[row * batch + b]);
+#pragma unroll 4  // loads in flight together; the additions keep their order
+  for (int64_t b = threadIdx.x; b < batch; b += kSamples) sum += opmath_t(grad_gates[row * batch + b]);
   sum = warp_sum(sum);
   if (threadIdx.x == 0) grad_bias[row] = T(sum);
 }
 
 // One block per tile: samples along x (no practical limit), columns along y (65535 tiles: a
-// state of two million columns, far past what the weights' [3S, S + I] allows).
+// state of half a million columns, whose weights [3S, S + I] would take terabytes).
 dim3 tile_grid(int64_t batch, int64_t state) {
-  return dim3(static_cast<unsigned>(ceil_div(batch, kTile)),
-              static_cast<unsigned>(ceil_div(state, kTile)));
+  return dim3(static_cast<unsigned>(ceil_div(batch, kSamples)),
+              static_cast<unsigned>(ceil_div(state, kColumns)));
 }
 
 template <typename T>
@@ -184,7 +202,7 @@ void lltm_forward(const at::Tensor& gates, const at::Tensor& bias, const at::Ten
   const c10::cuda::CUDAGuard device_guard(old_cell.device());
   const int64_t batch = old_cell.size(0), state = old_cell.size(1);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gates.scalar_type(), "gpuaug::lltm", [&] {
-    lltm_forward_kernel<scalar_t><<<tile_grid(batch, state), dim3(kTile, kRows), 0,
+    lltm_forward_kernel<scalar_t><<<tile_grid(batch, state), dim3(kSamples, kColumns), 0,
                                     at::cuda::getCurrentCUDAStream()>>>(
         batch, state, gates.const_data_ptr<scalar_t>(), bias.const_data_ptr<scalar_t>(),
         strided<scalar_t>(old_cell), new_h.mutable_data_ptr<scalar_t>(),
@@ -200,10 +218,10 @@ void lltm_backward(const at::Tensor& grad_h, const at::Tensor& grad_cell, const 
   if (state == 0) return;
   const c10::cuda::CUDAGuard device_guard(old_cell.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const bool bias_in_block = batch > 0 && batch <= kTile;
+  const bool bias_in_block = batch > 0 && batch <= kSamples;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gates.scalar_type(), "gpuaug::_lltm_backward", [&] {
     if (batch > 0) {
-      lltm_backward_kernel<scalar_t><<<tile_grid(batch, state), dim3(kTile, kRows), 0, stream>>>(
+      lltm_backward_kernel<scalar_t><<<tile_grid(batch, state), dim3(kSamples, kColumns), 0, stream>>>(
           batch, state, strided<scalar_t>(grad_h), strided<scalar_t>(grad_cell),
           gates.const_data_ptr<scalar_t>(), bias.const_data_ptr<scalar_t>(),
           strided<scalar_t>(old_cell), grad_gates.mutable_data_ptr<scalar_t>(),
@@ -213,8 +231,8 @@ void lltm_backward(const at::Tensor& grad_h, const at::Tensor& grad_cell, const 
     }
     if (grad_bias.defined() && !bias_in_block) {
       const int64_t rows = 3 * state;
-      lltm_bias_grad_kernel<scalar_t><<<static_cast<unsigned>(ceil_div(rows, kRows)),
-                                        dim3(kTile, kRows), 0, stream>>>(
+      lltm_bias_grad_kernel<scalar_t><<<static_cast<unsigned>(ceil_div(rows, kColumns)),
+                                        dim3(kSamples, kColumns), 0, stream>>>(
           rows, batch, grad_gates.const_data_ptr<scalar_t>(),
           grad_bias.mutable_data_ptr<scalar_t>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -198,8 +198,8 @@ def check_photometric(device):
 
 
 def check_lltm(device):
-    """Forward and backward kernels, partial tiles (B, S not multiples of 32) and the half types
-    against the same op on the CPU."""
+    """Forward and backward kernels, partial tiles (B not a multiple of 32, S not of 8) and the
+    half types against the same op on the CPU."""
     for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
         for b, i, s in ((5, 3, 7), (40, 9, 33)):
             args = [rand(shape, dtype, "cpu", seed) * 0.2 for seed, shape in
