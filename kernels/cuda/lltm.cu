@@ -1,13 +1,12 @@
 // gpuaug::lltm's CUDA loops: the whole pointwise stage of the forward, and of the backward, as one
-// kernel each (the backward's with the bias's gradient: whole for B <= 32, beyond as sums over
-// each block's samples that a small kernel adds up); ops/lltm.cpp does the matrix products (cuBLAS through ATen), checks, allocates and
+// kernel each (the backward's with the bias's gradient for B <= 32, a small kernel of its own
+// beyond); ops/lltm.cpp does the matrix products (cuBLAS through ATen), checks, allocates and
 // calls them. The gates are gate-major ([3S, B]) and the state sample-major ([B, S]), so each
 // block works on a tile of (sample, state column) and turns the state's tiles around in shared
 // memory: the gates are read and written along samples, the state along columns.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
@@ -122,16 +121,14 @@ lltm_forward_kernel(int64_t batch, int64_t state, const T* __restrict__ gates,
   store_tile(new_cell, cell_tile, batch, state, b0, s0);
 }
 
-// The bias's gradient, when needed: each block's sums over its samples go to grad_bias itself
-// when one block column holds every sample (B <= 32, the host-bound sizes: no launch of its
-// own), else to bias_sums [sample tiles, 3S] for lltm_bias_grad_kernel; the other is null.
-// grad_old_cell: null when not needed.
+// grad_bias: written here when one block column holds every sample (B <= 32, the host-bound
+// sizes: no launch of its own), else null; grad_old_cell: null when not needed.
 template <typename T>
 __global__ void __launch_bounds__(kThreadsPerTile)
 lltm_backward_kernel(int64_t batch, int64_t state, Strided<T> grad_h, Strided<T> grad_cell,
                      const T* __restrict__ gates, const T* __restrict__ bias, Strided<T> old_cell,
                      T* __restrict__ grad_gates, T* __restrict__ grad_bias,
-                     at::opmath_type<T>* __restrict__ bias_sums, T* __restrict__ grad_old_cell) {
+                     T* __restrict__ grad_old_cell) {
   using opmath_t = at::opmath_type<T>;
   __shared__ Tile<opmath_t> cell_tile, grad_h_tile, grad_cell_tile;
   const int64_t b0 = int64_t(blockIdx.x) * kSamples, s0 = int64_t(blockIdx.y) * kColumns;
@@ -157,17 +154,11 @@ lltm_backward_kernel(int64_t batch, int64_t state, Strided<T> grad_h, Strided<T>
       }
       cell_tile[y][x] = grad.old_cell;
     }
-    if (grad_bias != nullptr || bias_sums != nullptr) {
+    if (grad_bias != nullptr) {
 #pragma unroll
       for (int g = 0; g < 3; ++g) {
         const opmath_t sum = warp_sum(sums[g]);
-        if (threadIdx.x != 0) continue;
-        const int64_t row = g * state + s;
-        if (grad_bias != nullptr) {
-          grad_bias[row] = T(sum);
-        } else {
-          bias_sums[int64_t(blockIdx.x) * 3 * state + row] = sum;
-        }
+        if (threadIdx.x == 0) grad_bias[g * state + s] = T(sum);
       }
     }
   }
@@ -176,17 +167,21 @@ lltm_backward_kernel(int64_t batch, int64_t state, Strided<T> grad_h, Strided<T>
   store_tile(grad_old_cell, cell_tile, batch, state, b0, s0);
 }
 
-// grad_bias for B > 32: each row's sums of the backward kernel's sample tiles [tiles, rows], added
-// in tile order (the same bits every run). B = 0 gives zeros.
+// grad_bias = grad_gates.sum(1) for B > 32: a warp per row of grad_gates [rows, B], each lane
+// summing every 32nd sample, then warp_sum; the same bits every run, and for B <= 32 the same as
+// the backward kernel's in-block sums. B = 0 gives zeros.
 template <typename T>
 __global__ void __launch_bounds__(kThreadsPerTile)
-lltm_bias_grad_kernel(int64_t rows, int64_t tiles, const at::opmath_type<T>* __restrict__ bias_sums,
+lltm_bias_grad_kernel(int64_t rows, int64_t batch, const T* __restrict__ grad_gates,
                       T* __restrict__ grad_bias) {
-  const int64_t row = int64_t(blockIdx.x) * kThreadsPerTile + threadIdx.x;
+  using opmath_t = at::opmath_type<T>;
+  const int64_t row = int64_t(blockIdx.x) * kColumns + threadIdx.y;
   if (row >= rows) return;
-  at::opmath_type<T> sum = 0;
-  for (int64_t tile = 0; tile < tiles; ++tile) sum += bias_sums[tile * rows + row];
-  grad_bias[row] = T(sum);
+  opmath_t sum = 0;
+#pragma unroll 4  // loads in flight together; the additions keep their order
+  for (int64_t b = threadIdx.x; b < batch; b += kSamples) sum += opmath_t(grad_gates[row * batch + b]);
+  sum = warp_sum(sum);
+  if (threadIdx.x == 0) grad_bias[row] = T(sum);
 }
 
 // One block per tile: samples along x (no practical limit), columns along y (65535 tiles: a
@@ -224,27 +219,21 @@ void lltm_backward(const at::Tensor& grad_h, const at::Tensor& grad_cell, const 
   const c10::cuda::CUDAGuard device_guard(old_cell.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const bool bias_in_block = batch > 0 && batch <= kSamples;
-  const int64_t rows = 3 * state, tiles = ceil_div(batch, kSamples);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gates.scalar_type(), "gpuaug::_lltm_backward", [&] {
-    using opmath_t = at::opmath_type<scalar_t>;
-    at::Tensor bias_sums;  // from the caching allocator, as a CUDA graph's capture needs
-    if (grad_bias.defined() && !bias_in_block) {
-      bias_sums = at::empty({tiles, rows},
-                            gates.options().dtype(c10::CppTypeToScalarType<opmath_t>::value));
-    }
     if (batch > 0) {
       lltm_backward_kernel<scalar_t><<<tile_grid(batch, state), dim3(kSamples, kColumns), 0, stream>>>(
           batch, state, strided<scalar_t>(grad_h), strided<scalar_t>(grad_cell),
           gates.const_data_ptr<scalar_t>(), bias.const_data_ptr<scalar_t>(),
           strided<scalar_t>(old_cell), grad_gates.mutable_data_ptr<scalar_t>(),
           bias_in_block ? mutable_or_null<scalar_t>(grad_bias) : nullptr,
-          mutable_or_null<opmath_t>(bias_sums), mutable_or_null<scalar_t>(grad_old_cell));
+          mutable_or_null<scalar_t>(grad_old_cell));
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    if (bias_sums.defined()) {
-      lltm_bias_grad_kernel<scalar_t><<<static_cast<unsigned>(ceil_div(rows, kThreadsPerTile)),
-                                        kThreadsPerTile, 0, stream>>>(
-          rows, tiles, bias_sums.const_data_ptr<opmath_t>(),
+    if (grad_bias.defined() && !bias_in_block) {
+      const int64_t rows = 3 * state;
+      lltm_bias_grad_kernel<scalar_t><<<static_cast<unsigned>(ceil_div(rows, kColumns)),
+                                        dim3(kSamples, kColumns), 0, stream>>>(
+          rows, batch, grad_gates.const_data_ptr<scalar_t>(),
           grad_bias.mutable_data_ptr<scalar_t>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
