@@ -18,10 +18,9 @@
 namespace gpuaug::cuda {
 namespace {
 
-// A block is one thread per element of a tile of 32 samples by 8 state columns: at B, S = 256,
-// 1024, 1024 blocks, all resident at once, so that one block's loads overlap another's
-// arithmetic. (Tiles of 32 x 32, four elements a thread, ran at a third of the memory's
-// bandwidth: two blocks a SM, each waiting on its loads, then on its arithmetic.)
+// A block is one thread per element of a tile of 32 samples by 8 state columns, each thread's
+// loads issued before its arithmetic. (Tiles of 32 x 32, four elements a thread, took 15-25%
+// longer at B, S = 256, 1024 on an H100, and about twice as long at 16, 128.)
 constexpr int kSamples = 32;  // threadIdx.x: a warp's samples, along which the gates are contiguous
 constexpr int kColumns = 8;   // threadIdx.y
 constexpr int kThreadsPerTile = kSamples * kColumns;
@@ -62,7 +61,8 @@ __device__ void load_tile(Tile<OpMath>& tile, Strided<T> src, int64_t batch, int
   const int2 at = along_samples ? int2{int(threadIdx.x), int(threadIdx.y)} : along_columns();
   const int64_t b = b0 + at.x, s = s0 + at.y;
   if (b < batch && s < state) {
-    tile[at.y][at.x] = src.data ? OpMath(src.data[b * src.stride_b + s * src.stride_s]) : OpMath(0);
+    tile[at.y][at.x] =
+        src.data ? OpMath(src.data[b * src.stride_b + s * src.stride_s]) : OpMath(0);
   }
 }
 
@@ -179,7 +179,9 @@ lltm_bias_grad_kernel(int64_t rows, int64_t batch, const T* __restrict__ grad_ga
   if (row >= rows) return;
   opmath_t sum = 0;
 #pragma unroll 4  // loads in flight together; the additions keep their order
-  for (int64_t b = threadIdx.x; b < batch; b += kSamples) sum += opmath_t(grad_gates[row * batch + b]);
+  for (int64_t b = threadIdx.x; b < batch; b += kSamples) {
+    sum += opmath_t(grad_gates[row * batch + b]);
+  }
   sum = warp_sum(sum);
   if (threadIdx.x == 0) grad_bias[row] = T(sum);
 }
@@ -221,7 +223,8 @@ void lltm_backward(const at::Tensor& grad_h, const at::Tensor& grad_cell, const 
   const bool bias_in_block = batch > 0 && batch <= kSamples;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gates.scalar_type(), "gpuaug::_lltm_backward", [&] {
     if (batch > 0) {
-      lltm_backward_kernel<scalar_t><<<tile_grid(batch, state), dim3(kSamples, kColumns), 0, stream>>>(
+      lltm_backward_kernel<scalar_t><<<tile_grid(batch, state), dim3(kSamples, kColumns), 0,
+                                       stream>>>(
           batch, state, strided<scalar_t>(grad_h), strided<scalar_t>(grad_cell),
           gates.const_data_ptr<scalar_t>(), bias.const_data_ptr<scalar_t>(),
           strided<scalar_t>(old_cell), grad_gates.mutable_data_ptr<scalar_t>(),
