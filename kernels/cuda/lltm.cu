@@ -22,8 +22,7 @@ namespace {
 // loads issued before its arithmetic. (Tiles of 32 x 32, four elements a thread, took 15-25%
 // longer at B, S = 256, 1024 on an H100, and about twice as long at 16, 128.)
 constexpr int kSamples = 32;  // threadIdx.x: a warp's samples, along which the gates are contiguous
-constexpr int kColumns = 8;   // threadIdx.y
-constexpr int kThreadsPerTile = kSamples * kColumns;
+constexpr int kColumns = kThreads / kSamples;  // threadIdx.y: 8
 
 // A [B, S] operand's tile, transposed: [column][sample]. The row pitch of 36 words puts the
 // 32 elements a warp touches in 32 banks both ways: 32 samples of a column, or 4 samples by 8
@@ -99,7 +98,7 @@ __device__ T warp_sum(T value) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreadsPerTile)
+__global__ void __launch_bounds__(kThreads)
 lltm_forward_kernel(int64_t batch, int64_t state, const T* __restrict__ gates,
                     const T* __restrict__ bias, Strided<T> old_cell, T* __restrict__ new_h,
                     T* __restrict__ new_cell) {
@@ -124,7 +123,7 @@ lltm_forward_kernel(int64_t batch, int64_t state, const T* __restrict__ gates,
 // grad_bias: written here when one block column holds every sample (B <= 32, the host-bound
 // sizes: no launch of its own), else null; grad_old_cell: null when not needed.
 template <typename T>
-__global__ void __launch_bounds__(kThreadsPerTile)
+__global__ void __launch_bounds__(kThreads)
 lltm_backward_kernel(int64_t batch, int64_t state, Strided<T> grad_h, Strided<T> grad_cell,
                      const T* __restrict__ gates, const T* __restrict__ bias, Strided<T> old_cell,
                      T* __restrict__ grad_gates, T* __restrict__ grad_bias,
@@ -171,7 +170,7 @@ lltm_backward_kernel(int64_t batch, int64_t state, Strided<T> grad_h, Strided<T>
 // summing every 32nd sample, then warp_sum; the same bits every run, and for B <= 32 the same as
 // the backward kernel's in-block sums. B = 0 gives zeros.
 template <typename T>
-__global__ void __launch_bounds__(kThreadsPerTile)
+__global__ void __launch_bounds__(kThreads)
 lltm_bias_grad_kernel(int64_t rows, int64_t batch, const T* __restrict__ grad_gates,
                       T* __restrict__ grad_bias) {
   using opmath_t = at::opmath_type<T>;
