@@ -11,7 +11,7 @@ namespace gpuaug::cuda {
 
 constexpr int kThreads = 256;  // threads per block, every kernel
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // N values of T loaded or stored as one access (16 bytes when N = 16 / sizeof(T)).
 template <typename T, int N>

@@ -575,11 +575,12 @@ def kernel_names(fn):
 @pytest.mark.parametrize("out_dtype", [torch.uint8, torch.float32])
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomAutocontrast", "RandomEqualize"])
 def test_resident_images(name, out_dtype, channels_last):
-    """A uint8 batch with a reduction stage that fills the GPU runs one block per image, the image
-    in shared memory; the same samples a few at a time take the two-pass kernels. Both give the
-    same values, torchvision's."""
+    """A uint8 batch with a reduction stage that fills the GPU runs with each image in shared
+    memory (on Hopper, in two halves, a cluster of two blocks); the same samples a few at a time
+    take the two-pass kernels. Both give the same values, torchvision's. 150x156: an odd number
+    of runs of 8 pixels (the halves differ), one block an SM by its registers."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    image = make_image([2 * sms, 3, 16, 24], torch.uint8, "cuda", seed=31)
+    image = make_image([2 * sms, 3, 150, 156], torch.uint8, "cuda", seed=31)
     if channels_last:
         image = image.contiguous(memory_format=torch.channels_last)
     normalize = {} if out_dtype == torch.uint8 else dict(dtype=out_dtype, mean=[0.5, 0.4, 0.3],
