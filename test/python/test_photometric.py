@@ -578,7 +578,7 @@ def test_resident_images(name, out_dtype, channels_last):
     """A uint8 batch with a reduction stage that fills the GPU runs with each image in shared
     memory (on Hopper, in two halves, a cluster of two blocks); the same samples a few at a time
     take the two-pass kernels. Both give the same values, torchvision's. 150x156: an odd number
-    of runs of 8 pixels (the halves differ), one block an SM by its registers."""
+    of runs of 8 pixels (the halves differ), blocks large enough that two images an SM fill it."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     image = make_image([2 * sms, 3, 150, 156], torch.uint8, "cuda", seed=31)
     if channels_last:
