@@ -138,9 +138,28 @@ C10_HOST_DEVICE inline P gray(const P (&x)[3]) {
 }
 
 // torchvision's _blend: clamp(image * ratio + other * (1 - ratio), 0, bound), stored.
-template <typename T, typename P>
+// kNonNegative: both weights are in [0, 1] and the values are uint8's, so the sum is neither
+// negative nor NaN and only the upper bound clamps.
+template <typename T, bool kNonNegative = false, typename P>
 C10_HOST_DEVICE inline P blend(P v, P other, const Step<P>& s) {
-  return stored<T>(clamp_result<T>(rounded<T>(std::fma(other, s.b, rounded<T>(v * s.a))), bound<T, P>()));
+  const P sum = rounded<T>(std::fma(other, s.b, rounded<T>(v * s.a)));
+  if constexpr (kNonNegative) return trunc_small(min_of(sum, P(255)));
+  return stored<T>(clamp_result<T>(sum, bound<T, P>()));
+}
+
+// Whether a uint8 blend's weights are both in [0, 1] (see blend).
+template <typename T, typename P>
+C10_HOST_DEVICE inline bool nonnegative_blend(const Step<P>& s) {
+  return kIsU8<T> && s.a >= P(0) && s.a <= P(1) && s.b >= P(0);
+}
+
+// A uint8 brightness factor in [0, FLT_MAX] with the same results as `a`: torchvision's clamp
+// then maps a NaN or negative factor's products to 0, and an infinite one's to 255 but for 0
+// (NaN, to 0), as the largest finite factor does. Products of it need no clamp at 0.
+template <typename P>
+C10_HOST_DEVICE inline P u8_brightness_factor(P a) {
+  constexpr P kLargest = P(3.4028234663852886e38);  // FLT_MAX (uint8's compute type is float)
+  return a >= P(0) ? min_of(a, kLargest) : P(0);
 }
 
 // x mod 1 with the divisor's sign (torch.remainder(x, 1), and fmod(x, 1) for x >= 0), exact:
@@ -182,29 +201,41 @@ struct UnitDivisor {
   }
 };
 
-// A pixel's HSV with its hue shifted: sector i (0..5 for finite values), the fraction f of it,
-// saturation s and value v.
+// trunc (= floor) of 0 <= v < 2^23 and that integer: on the GPU one add rounding toward zero,
+// whose bits hold the integer (trunc_small, then small_int, would add again).
 template <typename P>
-struct ShiftedHsv {
-  P s, v, f;
-  int i;
-};
-
-// ShiftedHsv as torchvision's _rgb_to_hsv, the shift and _hsv_to_rgb's first steps compute it
-// from [0, 1] values. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by
-// selects: pixels of a warp differ in their largest channel, and a branch per case would run all
-// three. kUnitRange: the values are a uint8 image's, finite, in [0, 1] (quicker minima, maxima,
-// divisions and remainders, with the same results).
-template <bool kUnitRange, typename P>
-C10_HOST_DEVICE inline ShiftedHsv<P> shifted_hsv(P r, P g, P b, P hue) {
-  P maxc, minc;
-  if constexpr (kUnitRange) {
-    maxc = max_of(max_of(r, g), b);
-    minc = min_of(min_of(r, g), b);
-  } else {
-    maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
-    minc = r < g ? (r < b ? r : b) : (g < b ? g : b);
+C10_HOST_DEVICE inline P trunc_small_int(P v, int& k) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) {
+    const float biased = __fadd_rz(v, 8388608.0f);
+    k = __float_as_int(biased) & 0x7FFFFF;
+    return biased - 8388608.0f;
   }
+#endif
+  const P t = std::trunc(v);
+  k = static_cast<int>(t);
+  return t;
+}
+
+// The fraction f of the shifted hue's sector and the sector i (0..5 for finite values), from
+// torchvision's h (in [0, 1)): the shift and _hsv_to_rgb's first steps. kUnitRange: h and hue
+// are in [0, 1) and [-0.5, 0.5] (uint8 images), whose remainder needs one add at most.
+template <bool kUnitRange, typename P>
+C10_HOST_DEVICE inline P shifted_sector(P h, P hue, int& i) {
+  h = mod1<kUnitRange>(h + hue);
+  const P h6 = h * P(6);
+  const P sector = trunc_small_int(h6, i);  // 0 <= h6 <= 6
+  if (i >= 6) i -= 6;
+  return h6 - sector;
+}
+
+// adjust_hue of one RGB pixel of a floating image through HSV: torchvision's _rgb_to_hsv and
+// _hsv_to_rgb. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by selects:
+// pixels of a warp differ in their largest channel, and a branch per case would run all three.
+template <typename P>
+C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
+  const P maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
+  const P minc = r < g ? (r < b ? r : b) : (g < b ? g : b);
   const bool flat = maxc == minc;
   const P range = maxc - minc;
   // red largest: bc - gc; green: (2 + rc) - bc; blue: (4 + gc) - rc (x + 0 is x: exact)
@@ -212,37 +243,14 @@ C10_HOST_DEVICE inline ShiftedHsv<P> shifted_hsv(P r, P g, P b, P hue) {
   const P first = red ? b : (green ? r : g);
   const P second = red ? g : (green ? b : r);
   const P offset = red ? P(0) : (green ? P(2) : P(4));
-  P s, h;
-  if constexpr (kUnitRange) {
-    s = UnitDivisor<P>(flat ? P(1) : maxc).divide(range);
-    const UnitDivisor<P> divisor(flat ? P(1) : range);
-    h = (divisor.divide(maxc - first) + offset) - divisor.divide(maxc - second);
-    // h in [-1, 5]: h / 6 + 1 in [5/6, 11/6], whose remainder needs one subtraction at most
-    h = h * P(1.0 / 6.0) + P(1);
-    h = h >= P(1) ? h - P(1) : h;
-  } else {
-    s = range / (flat ? P(1) : maxc);
-    const P divisor = flat ? P(1) : range;
-    h = ((maxc - first) / divisor + offset) - (maxc - second) / divisor;
-    h = mod1<false>(h * P(1.0 / 6.0) + P(1));
-  }
-  h = mod1<kUnitRange>(h + hue);
-  const P h6 = h * P(6);
-  const P sector = trunc_small(h6);  // 0 <= h6 <= 6
-  int i = small_int(sector);
-  if (i >= 6) i -= 6;
-  return {s, maxc, h6 - sector, i};
-}
-
-// adjust_hue of one RGB pixel of a floating image through HSV: torchvision's _rgb_to_hsv and
-// _hsv_to_rgb.
-template <typename P>
-C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
-  const ShiftedHsv<P> x = shifted_hsv<false>(r, g, b, hue);
-  const P v = x.v;
-  const int i = x.i;
-  const P sxf = x.s * x.f;
-  const P one_minus_s = P(1) - x.s;
+  const P s = range / (flat ? P(1) : maxc);
+  const P divisor = flat ? P(1) : range;
+  const P h = ((maxc - first) / divisor + offset) - (maxc - second) / divisor;
+  int i;
+  const P f = shifted_sector<false>(mod1<false>(h * P(1.0 / 6.0) + P(1)), hue, i);
+  const P v = maxc;
+  const P sxf = s * f;
+  const P one_minus_s = P(1) - s;
   const P q = clamp((P(1) - sxf) * v, P(0), P(1));
   const P t = clamp((sxf + one_minus_s) * v, P(0), P(1));
   const P p = clamp(one_minus_s * v, P(0), P(1));
@@ -256,20 +264,36 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
 // adjust_hue of one uint8 pixel (values 0..255), as torchvision computes it: scaled to [0, 1],
 // through HSV, scaled back by 255.999 and truncated. Where torchvision's result is v, that is
 // the pixel's largest value, and where it is p its smallest (exactly, for every pair of values:
-// test_hue_every_uint8_color checks all colours), so only q or t is scaled back.
+// test_hue_every_uint8_color checks all colours), so only q or t is scaled back. The largest and
+// smallest are taken, and compared, unscaled (scaling by 1/255 keeps the values' order and
+// equalities), and the divisions are hue_shift's with one refined reciprocal per divisor.
 template <typename P>
 C10_HOST_DEVICE inline void hue_shift_u8(P (&x)[3], P hue) {
   constexpr P kScale = P(1.0 / 255.0);
-  const ShiftedHsv<P> hsv = shifted_hsv<true>(x[0] * kScale, x[1] * kScale, x[2] * kScale, hue);
   const P high = max_of(max_of(x[0], x[1]), x[2]);
   const P low = min_of(min_of(x[0], x[1]), x[2]);
-  const P sxf = hsv.s * hsv.f;
+  const bool red = high == x[0], green = !red && high == x[1];
+  const P first = red ? x[2] : (green ? x[0] : x[1]);
+  const P second = red ? x[1] : (green ? x[2] : x[0]);
+  const P offset = red ? P(0) : (green ? P(2) : P(4));
+  const bool flat = high == low;
+  const P maxc = high * kScale;
+  const P range = maxc - low * kScale;
+  const P s = UnitDivisor<P>(flat ? P(1) : maxc).divide(range);
+  const UnitDivisor<P> divisor(flat ? P(1) : range);
+  P h = (divisor.divide(maxc - first * kScale) + offset) - divisor.divide(maxc - second * kScale);
+  // h in [-1, 5]: h / 6 + 1 in [5/6, 11/6], whose remainder needs one subtraction at most
+  h = h * P(1.0 / 6.0) + P(1);
+  h = h >= P(1) ? h - P(1) : h;
+  int i;
+  const P f = shifted_sector<true>(h, hue, i);
+  const P sxf = s * f;
   // q in the odd sectors, t in the even ones (both in [0, 1]: the clamp is a saturating multiply)
-  const P w = hsv.i & 1 ? P(1) - sxf : sxf + (P(1) - hsv.s);
-  const P middle = trunc_small(clamp_nan_to_zero(w * hsv.v, P(1)) * P(255.999));
-  // sector i as one bit (5 for any other, as hue_shift); v in r's sectors 5 and 0, g's 1 and 2,
-  // b's 3 and 4; p in r's 2 and 3, g's 4 and 5, b's 0 and 1
-  const unsigned sector = hsv.i >= 0 && hsv.i < 6 ? 1u << hsv.i : 0x20u;
+  const P w = i & 1 ? P(1) - sxf : sxf + (P(1) - s);
+  const P middle = trunc_small(clamp_nan_to_zero(w * maxc, P(1)) * P(255.999));
+  // sector i as one bit; v in r's sectors 5 and 0, g's 1 and 2, b's 3 and 4; p in r's 2 and 3,
+  // g's 4 and 5, b's 0 and 1
+  const unsigned sector = 1u << i;
   x[0] = sector & 0x21u ? high : (sector & 0x0Cu ? low : middle);
   x[1] = sector & 0x06u ? high : (sector & 0x30u ? low : middle);
   x[2] = sector & 0x18u ? high : (sector & 0x03u ? low : middle);
@@ -316,6 +340,27 @@ C10_HOST_DEVICE inline P pick(const P (&y)[3], int p) {
   return p == 0 ? y[0] : (p == 1 ? y[1] : y[2]);
 }
 
+// contrast's blend of V pixels with their image's mean.
+template <int C, typename T, bool kNonNegative, typename P, int V>
+C10_HOST_DEVICE inline void blend_all(P (&x)[V][3], P mean, const Step<P>& s) {
+  GPUAUG_PHOTO_UNROLL
+  for (int j = 0; j < V; ++j)
+    GPUAUG_PHOTO_UNROLL
+    for (int c = 0; c < C; ++c) x[j][c] = blend<T, kNonNegative>(x[j][c], mean, s);
+}
+
+// adjust_saturation of V RGB pixels: each blended with its grayscale.
+template <typename T, bool kNonNegative, typename P, int V>
+C10_HOST_DEVICE inline void saturate(P (&x)[V][3], const Step<P>& s) {
+  GPUAUG_PHOTO_UNROLL
+  for (int j = 0; j < V; ++j) {
+    P l = gray<T>(x[j]);
+    if constexpr (kIsU8<T>) l = trunc_small(l);
+    GPUAUG_PHOTO_UNROLL
+    for (int c = 0; c < 3; ++c) x[j][c] = blend<T, kNonNegative>(x[j][c], l, s);
+  }
+}
+
 // One stage on V pixels of C (1 or 3) channels: the stage's branch once, then its loop. `r`
 // holds the image's statistics at its reduction step (contrast's and autocontrast's).
 template <int C, typename T, typename P, int V>
@@ -323,25 +368,32 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
   constexpr P kBound = kIsU8<T> ? P(255) : P(1);
   switch (s.kind) {
     case kBrightness:
-      GPUAUG_PHOTO_UNROLL
-      for (int j = 0; j < V; ++j)
+      if constexpr (kIsU8<T>) {
+        const P a = u8_brightness_factor(s.a);
         GPUAUG_PHOTO_UNROLL
-        for (int c = 0; c < C; ++c) x[j][c] = stored<T>(clamp_result<T>(rounded<T>(x[j][c] * s.a), kBound));
+        for (int j = 0; j < V; ++j)
+          GPUAUG_PHOTO_UNROLL
+          for (int c = 0; c < C; ++c) x[j][c] = trunc_small(min_of(x[j][c] * a, kBound));
+      } else {
+        GPUAUG_PHOTO_UNROLL
+        for (int j = 0; j < V; ++j)
+          GPUAUG_PHOTO_UNROLL
+          for (int c = 0; c < C; ++c) x[j][c] = stored<T>(clamp_result<T>(rounded<T>(x[j][c] * s.a), kBound));
+      }
       break;
     case kContrast:
-      GPUAUG_PHOTO_UNROLL
-      for (int j = 0; j < V; ++j)
-        GPUAUG_PHOTO_UNROLL
-        for (int c = 0; c < C; ++c) x[j][c] = blend<T>(x[j][c], r.mean, s);
+      if (nonnegative_blend<T>(s)) {
+        blend_all<C, T, kIsU8<T>>(x, r.mean, s);
+      } else {
+        blend_all<C, T, false>(x, r.mean, s);
+      }
       break;
     case kSaturation:
       if constexpr (C == 3) {
-        GPUAUG_PHOTO_UNROLL
-        for (int j = 0; j < V; ++j) {
-          P l = gray<T>(x[j]);
-          if constexpr (kIsU8<T>) l = trunc_small(l);
-          GPUAUG_PHOTO_UNROLL
-          for (int c = 0; c < C; ++c) x[j][c] = blend<T>(x[j][c], l, s);
+        if (nonnegative_blend<T>(s)) {
+          saturate<T, kIsU8<T>>(x, s);
+        } else {
+          saturate<T, false>(x, s);
         }
       }
       break;
