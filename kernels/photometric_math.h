@@ -138,24 +138,25 @@ C10_HOST_DEVICE inline P gray(const P (&x)[3]) {
 }
 
 // torchvision's _blend: clamp(image * ratio + other * (1 - ratio), 0, bound), stored.
-// kNonNegative: both weights are in [0, 1] and the values are uint8's, so the sum is neither
-// negative nor NaN and only the upper bound clamps.
-template <typename T, bool kNonNegative = false, typename P>
+// kInRange: both weights are in [0, 1] and the values are uint8's, so the sum is in [0, 256)
+// (255 at most, but for the weights' rounding) and truncates to [0, 255] unclamped.
+template <typename T, bool kInRange = false, typename P>
 C10_HOST_DEVICE inline P blend(P v, P other, const Step<P>& s) {
   const P sum = rounded<T>(std::fma(other, s.b, rounded<T>(v * s.a)));
-  if constexpr (kNonNegative) return trunc_small(min_of(sum, P(255)));
+  if constexpr (kInRange) return trunc_small(sum);
   return stored<T>(clamp_result<T>(sum, bound<T, P>()));
 }
 
 // Whether a uint8 blend's weights are both in [0, 1] (see blend).
 template <typename T, typename P>
-C10_HOST_DEVICE inline bool nonnegative_blend(const Step<P>& s) {
+C10_HOST_DEVICE inline bool blend_in_range(const Step<P>& s) {
   return kIsU8<T> && s.a >= P(0) && s.a <= P(1) && s.b >= P(0);
 }
 
 // A uint8 brightness factor in [0, FLT_MAX] with the same results as `a`: torchvision's clamp
 // then maps a NaN or negative factor's products to 0, and an infinite one's to 255 but for 0
-// (NaN, to 0), as the largest finite factor does. Products of it need no clamp at 0.
+// (NaN, to 0), as the largest finite factor does. Products of it need no clamp at 0, nor at 255
+// where it is at most 1.
 template <typename P>
 C10_HOST_DEVICE inline P u8_brightness_factor(P a) {
   constexpr P kLargest = P(3.4028234663852886e38);  // FLT_MAX (uint8's compute type is float)
@@ -341,23 +342,23 @@ C10_HOST_DEVICE inline P pick(const P (&y)[3], int p) {
 }
 
 // contrast's blend of V pixels with their image's mean.
-template <int C, typename T, bool kNonNegative, typename P, int V>
+template <int C, typename T, bool kInRange, typename P, int V>
 C10_HOST_DEVICE inline void blend_all(P (&x)[V][3], P mean, const Step<P>& s) {
   GPUAUG_PHOTO_UNROLL
   for (int j = 0; j < V; ++j)
     GPUAUG_PHOTO_UNROLL
-    for (int c = 0; c < C; ++c) x[j][c] = blend<T, kNonNegative>(x[j][c], mean, s);
+    for (int c = 0; c < C; ++c) x[j][c] = blend<T, kInRange>(x[j][c], mean, s);
 }
 
 // adjust_saturation of V RGB pixels: each blended with its grayscale.
-template <typename T, bool kNonNegative, typename P, int V>
+template <typename T, bool kInRange, typename P, int V>
 C10_HOST_DEVICE inline void saturate(P (&x)[V][3], const Step<P>& s) {
   GPUAUG_PHOTO_UNROLL
   for (int j = 0; j < V; ++j) {
     P l = gray<T>(x[j]);
     if constexpr (kIsU8<T>) l = trunc_small(l);
     GPUAUG_PHOTO_UNROLL
-    for (int c = 0; c < 3; ++c) x[j][c] = blend<T, kNonNegative>(x[j][c], l, s);
+    for (int c = 0; c < 3; ++c) x[j][c] = blend<T, kInRange>(x[j][c], l, s);
   }
 }
 
@@ -370,10 +371,17 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
     case kBrightness:
       if constexpr (kIsU8<T>) {
         const P a = u8_brightness_factor(s.a);
-        GPUAUG_PHOTO_UNROLL
-        for (int j = 0; j < V; ++j)
+        if (a <= P(1)) {
           GPUAUG_PHOTO_UNROLL
-          for (int c = 0; c < C; ++c) x[j][c] = trunc_small(min_of(x[j][c] * a, kBound));
+          for (int j = 0; j < V; ++j)
+            GPUAUG_PHOTO_UNROLL
+            for (int c = 0; c < C; ++c) x[j][c] = trunc_small(x[j][c] * a);
+        } else {
+          GPUAUG_PHOTO_UNROLL
+          for (int j = 0; j < V; ++j)
+            GPUAUG_PHOTO_UNROLL
+            for (int c = 0; c < C; ++c) x[j][c] = trunc_small(min_of(x[j][c] * a, kBound));
+        }
       } else {
         GPUAUG_PHOTO_UNROLL
         for (int j = 0; j < V; ++j)
@@ -382,7 +390,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
       }
       break;
     case kContrast:
-      if (nonnegative_blend<T>(s)) {
+      if (blend_in_range<T>(s)) {
         blend_all<C, T, kIsU8<T>>(x, r.mean, s);
       } else {
         blend_all<C, T, false>(x, r.mean, s);
@@ -390,7 +398,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
       break;
     case kSaturation:
       if constexpr (C == 3) {
-        if (nonnegative_blend<T>(s)) {
+        if (blend_in_range<T>(s)) {
           saturate<T, kIsU8<T>>(x, s);
         } else {
           saturate<T, false>(x, s);
