@@ -1,19 +1,17 @@
-// gpuaug::photometric on the GPU. A uint8 batch with a reduction stage whose images each fit in
-// a block's shared memory (half an image a block, in clusters of two, on Hopper and newer), and
-// that fills the GPU with such blocks, runs as one kernel with each image resident in shared
-// memory (resident_transform). Otherwise, with a reduction
-// stage, a reduction kernel writes per-block partial statistics of each image at that step
-// (contrast's sum of grays, autocontrast's channel minima and maxima), or, for equalize, adds to
-// each image's histograms, from which a small kernel makes its tables; it also keeps the pixels
-// as they reach that step (an image-sized buffer), so that the element-wise kernel resumes there
-// instead of running the earlier steps again. That
+// gpuaug::photometric on the GPU. A uint8 batch with a reduction stage whose images each fit in a
+// block's shared memory (half an image a block, in clusters of two, on Hopper and newer), and that
+// fills the GPU with such blocks, runs as one kernel with each image resident in shared memory
+// (resident_transform). Otherwise, with a reduction stage, a reduction kernel writes per-block
+// partial statistics of each image at that step (contrast's sum of grays, autocontrast's channel
+// minima and maxima), or, for equalize, adds to each image's histograms, from which a small kernel
+// makes its tables; it also keeps the pixels as they reach that step (an image-sized buffer), so
+// that the element-wise kernel resumes there instead of running the earlier steps again. That
 // kernel runs every pixel through its sample's program, each block combining its image's partials
-// (in a fixed order: the same bits on every run). Each thread takes V pixels (kVec): 16-byte
-// copies per channel plane (or per run of interleaved pixels) where the image is aligned, else
-// per element (uint8: 8 pixels, see kVec, or 4 where its planes are 4-byte aligned only). A
-// block's pixels belong to one image, and it loops over several chunks of them, copying the next
-// chunk into shared memory (cp.async) while it computes this one; its sample's program is decoded
-// into shared memory.
+// (in a fixed order: the same bits on every run). Each thread takes V pixels (kVec): 16-byte copies
+// per channel plane (or per run of interleaved pixels) where the image is aligned, else per element
+// (uint8: 8 pixels, see kVec, or 4 where its planes are 4-byte aligned only). A block's pixels
+// belong to one image, and it loops over several chunks of them, copying the next chunk into shared
+// memory (cp.async) while it computes this one; its sample's program is decoded into shared memory.
 // The backward (floating images) runs the same reduction for the mean, then, with contrast, a
 // reduction of the mean's gradient (each pixel back to its contrast step), then one kernel that
 // takes each pixel back through every step (kernels/photometric_grad.h).
@@ -501,7 +499,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
 // thread only ever touches its own runs, so the copies need no barrier. uint8 only, where the
 // statistics are exact (integer sums, extremes, counts, in float32 per thread): the same results
 // as the two-pass kernels', whichever the launch picks. Up to kResidentThreads an SM, 72
-// registers each (64 spilled), as many as give every thread the same number of runs but for the
+// registers each (at 64 the kernel spilled), as many as give every thread the same number of runs but for the
 // last few threads (half a 224x224 image's 6272 runs of 8 pixels: 448 threads 7 each).
 constexpr int kResidentThreads = 896;
 
@@ -708,7 +706,8 @@ int resident_bytes(Kernel kernel) {
 // Whether `blocks` blocks keep the GPU busy: at least 80% of the SMs' slots (`per_sm` blocks
 // each) in their waves (the two-pass kernels spread any batch over every SM), in one launch's grid.
 bool resident_fills_gpu(int64_t blocks, int per_sm) {
-  const int64_t slots = int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount} * per_sm;
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const int64_t slots = sms * per_sm;
   return per_sm > 0 && blocks <= std::numeric_limits<int32_t>::max() &&
          blocks * 5 >= ceil_div(blocks, slots) * slots * 4;
 }
