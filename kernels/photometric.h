@@ -85,7 +85,8 @@ template <typename P>
 struct Step {
   int kind;
   P a;  // the factor
-  P b;  // derived: 1 - factor for blends, 2^bits for posterize
+  P b;  // derived: 1 - factor for blends, 2^bits for posterize, uint8's brightness factor
+  bool unit;  // blends: both weights in [0, 1]; brightness: uint8's factor at most 1
 };
 
 // One sample's program: its applied stages in its order.

@@ -28,6 +28,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "kernels/color_transform.h"
 #include "kernels/cuda/launch.cuh"
@@ -63,11 +66,33 @@ constexpr int64_t kTargetBlocks = 2048;
 template <typename T>
 constexpr int kVec = sizeof(T) == 1 ? 8 : 16 / sizeof(T);
 
+// A run of V elements in registers. uint8 runs are whole words (launch.cuh's Chunk), read and
+// written as such: loaded as a Vec of bytes, nvcc takes each word apart into bytes and puts it
+// back together before it is unpacked (60 instructions more per 24 bytes, H100 SASS).
+template <typename T, int V>
+constexpr bool kWordRun = sizeof(T) == 1 && V % 4 == 0;
+
+template <typename T, int V>
+using Run = std::conditional_t<kWordRun<T, V>, Chunk<T, V>, Vec<T, V>>;
+
+template <typename T, int V>
+__device__ __forceinline__ Run<T, V> read_run(const T* p) {
+  if constexpr (kWordRun<T, V>) {
+    using Word = typename Chunk<T, V>::Word;
+    Chunk<T, V> run;
+#pragma unroll
+    for (int i = 0; i < Chunk<T, V>::kWords; ++i) run.w[i] = reinterpret_cast<const Word*>(p)[i];
+    return run;
+  } else {
+    return *reinterpret_cast<const Vec<T, V>*>(p);
+  }
+}
+
 // A thread's C runs of V elements: planar, run c is channel c; interleaved, the runs are the
 // pixels' C * V consecutive values.
 template <typename T, int C, int V, bool Interleaved>
 struct Runs {
-  Vec<T, V> run[C];
+  Run<T, V> run[C];
   static __device__ __forceinline__ int flat(int c, int j) { return Interleaved ? j * C + c : c * V + j; }
   __device__ __forceinline__ T& at(int c, int j) { return run[flat(c, j) / V].v[flat(c, j) % V]; }
   // The channel and pixel of flat index f, flat's inverse.
@@ -78,14 +103,13 @@ struct Runs {
   }
 };
 
-// Element j of a run in the compute type. uint8 to float: one conversion of the word's byte j
-// (I2F with a byte select; four byte permutes with their selectors in registers, then four
-// subtractions, took three instructions a byte under the register cap).
+// Element j of a run in the compute type. uint8 to float: byte j of its word zero-extended by a
+// byte permute (its selector an immediate), then converted: two instructions (a byte cast of the
+// shifted word takes nvcc through 16-bit halves).
 template <typename P, typename T, int V>
-__device__ __forceinline__ P load_element(const Vec<T, V>& run, int j) {
+__device__ __forceinline__ P load_element(const Run<T, V>& run, int j) {
   if constexpr (std::is_same_v<T, uint8_t> && std::is_same_v<P, float> && V % 4 == 0) {
-    const uint32_t word = reinterpret_cast<const uint32_t*>(&run)[j / 4];
-    return static_cast<float>(static_cast<uint8_t>(word >> (8 * (j % 4))));
+    return static_cast<float>(__byte_perm(run.u32[j / 4], 0u, 0x4440u + j % 4));
   }
   return load<P>(run.v[j]);
 }
@@ -102,7 +126,7 @@ __device__ __forceinline__ Runs<T, C, V, Interleaved> fetch_runs(const T* in, co
     if (p0 < g.pixels) {
 #pragma unroll
       for (int k = 0; k < C; ++k) {
-        r.run[k] = *reinterpret_cast<const Vec<T, V>*>(in + r.offset(image_base, g.pixels, p0, k));
+        r.run[k] = read_run<T, V>(in + r.offset(image_base, g.pixels, p0, k));
       }
     }
     return r;
@@ -121,7 +145,7 @@ __device__ __forceinline__ void unpack_pixels(const Runs<T, C, V, Interleaved>& 
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         const int f = r.flat(c, j);
-        x[j][c] = load_element<P>(r.run[f / V], f % V);
+        x[j][c] = load_element<P, T, V>(r.run[f / V], f % V);
       }
   } else {
 #pragma unroll
@@ -145,8 +169,10 @@ __device__ __forceinline__ void load_pixels(const T* in, const Geometry& g, int6
 // A run stored as whole words (launch.cuh's chunks): a plain store of a 16-byte Vec comes out of
 // nvcc as four 4-byte stores.
 template <typename T, int V>
-__device__ __forceinline__ void store_run(T* p, const Vec<T, V>& run) {
-  if constexpr (V * sizeof(T) % 4 == 0) {
+__device__ __forceinline__ void store_run(T* p, const Run<T, V>& run) {
+  if constexpr (kWordRun<T, V>) {
+    store_chunk(p, run);
+  } else if constexpr (V * sizeof(T) % 4 == 0) {
     Chunk<T, V> chunk;
 #pragma unroll
     for (int j = 0; j < V; ++j) chunk.v[j] = run.v[j];
@@ -156,26 +182,31 @@ __device__ __forceinline__ void store_run(T* p, const Vec<T, V>& run) {
   }
 }
 
+// Word w of run k of the thread's values as uint8 (T's, converted as its output would be): four
+// bytes, each the low byte of 2^23 + its value, by three byte permutes.
+template <typename T, int C, int V, bool Interleaved, typename P>
+__device__ __forceinline__ uint32_t u8_word(const P (&x)[V][3], int k, int w) {
+  using R = Runs<uint8_t, C, V, Interleaved>;
+  uint32_t bits[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int f = k * V + 4 * w + e;
+    bits[e] = __float_as_uint(u8_value<T>(x[R::pixel(f)][R::channel(f)]) + 8388608.0f);
+  }
+  return __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u), __byte_perm(bits[2], bits[3], 0x0040u),
+                     0x5410u);
+}
+
 template <int C, typename T, typename out_t, typename P, int V, bool Vectorized, bool Interleaved>
 __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int64_t image_base,
                                              int64_t p0, const P (&x)[V][3], const Output<P>& o) {
   using R = Runs<out_t, C, V, Interleaved>;
   if constexpr (Vectorized && kIsU8<out_t> && std::is_same_v<P, float> && V % 4 == 0) {
-    // each byte the low byte of 2^23 + its value, four to a word by three byte permutes
 #pragma unroll
     for (int k = 0; k < C; ++k) {
       auto* words = reinterpret_cast<uint32_t*>(out + R().offset(image_base, g.pixels, p0, k));
 #pragma unroll
-      for (int w = 0; w < V / 4; ++w) {
-        uint32_t bits[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int f = k * V + 4 * w + e;
-          bits[e] = __float_as_uint(u8_value<T>(x[R::pixel(f)][R::channel(f)]) + 8388608.0f);
-        }
-        store_word(words + w, __byte_perm(__byte_perm(bits[0], bits[1], 0x0040u),
-                                          __byte_perm(bits[2], bits[3], 0x0040u), 0x5410u));
-      }
+      for (int w = 0; w < V / 4; ++w) store_word(words + w, u8_word<T, C, V, Interleaved>(x, k, w));
     }
   } else if constexpr (Vectorized) {
     R r;
@@ -184,7 +215,9 @@ __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int6
 #pragma unroll
       for (int c = 0; c < C; ++c) r.at(c, j) = convert<T, out_t>(x[j][c], o, c);
 #pragma unroll
-    for (int k = 0; k < C; ++k) store_run(out + r.offset(image_base, g.pixels, p0, k), r.run[k]);
+    for (int k = 0; k < C; ++k) {
+      store_run<out_t, V>(out + r.offset(image_base, g.pixels, p0, k), r.run[k]);
+    }
   } else {
 #pragma unroll
     for (int j = 0; j < V; ++j) {
@@ -249,7 +282,7 @@ __device__ __forceinline__ void for_each_chunk_of(const T* in, const Geometry& g
       if (p0 >= g.pixels) continue;
       R r;
 #pragma unroll
-      for (int k = 0; k < C; ++k) r.run[k] = staged_runs[buffer][k][threadIdx.x];
+      for (int k = 0; k < C; ++k) r.run[k] = read_run<T, V>(staged_runs[buffer][k][threadIdx.x].v);
       f(p0, r);
     }
   }
@@ -524,7 +557,7 @@ __device__ __forceinline__ Runs<T, C, V, Interleaved> resident_runs(const T* pix
   Runs<T, C, V, Interleaved> r;
 #pragma unroll
   for (int k = 0; k < C; ++k) {
-    r.run[k] = *reinterpret_cast<const Vec<T, V>*>(pixels + r.offset(0, plane, q0, k));
+    r.run[k] = read_run<T, V>(pixels + r.offset(0, plane, q0, k));
   }
   return r;
 }
@@ -632,15 +665,17 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
     unpack_pixels<C, T, P, V, true, Interleaved>(
         resident_runs<C, T, V, Interleaved>(pixels, part_pixels, q0), pixels, g, 0, q0, x);
     run_steps<C, T>(prog, 0, prog.reduce_at, x, reduced);
-    if (prog.reduce_at > 0) {  // kept in place for the steps after the reduction
-      R r;
-#pragma unroll
-      for (int j = 0; j < V; ++j)
-#pragma unroll
-        for (int c = 0; c < C; ++c) r.at(c, j) = convert<T, T>(x[j][c], Output<P>{}, c);
+    if (prog.reduce_at > 0) {  // kept in place for the steps after the reduction, as words
 #pragma unroll
       for (int k = 0; k < C; ++k) {
-        *reinterpret_cast<Vec<T, V>*>(pixels + r.offset(0, part_pixels, q0, k)) = r.run[k];
+        using Word = typename Chunk<T, V>::Word;
+        Chunk<T, V> run;
+#pragma unroll
+        for (int w = 0; w < V / 4; ++w) run.u32[w] = u8_word<T, C, V, Interleaved>(x, k, w);
+#pragma unroll
+        for (int i = 0; i < Chunk<T, V>::kWords; ++i) {
+          reinterpret_cast<Word*>(pixels + R().offset(0, part_pixels, q0, k))[i] = run.w[i];
+        }
       }
     }
     if (kind == kContrast) {
@@ -701,6 +736,24 @@ int resident_bytes(Kernel kernel) {
                                      attributes.sharedSizeBytes);
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   return bytes;
+}
+
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor for the kernel, remembered per device and launch
+// shape: the launch path asks on every call, and the query walks the kernel's attributes.
+template <typename Kernel>
+int resident_blocks_per_sm(Kernel kernel, int threads, int64_t bytes) {
+  static std::mutex mutex;
+  static std::map<std::tuple<c10::DeviceIndex, int, int64_t>, int> known;  // a few image sizes
+  const auto key = std::make_tuple(c10::cuda::current_device(), threads, bytes);
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto found = known.find(key);
+  if (found == known.end()) {
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads,
+                                                                 static_cast<size_t>(bytes)));
+    found = known.emplace(key, per_sm).first;
+  }
+  return found->second;
 }
 
 // Whether `blocks` blocks keep the GPU busy: at least 80% of the SMs' slots (`per_sm` blocks
@@ -867,9 +920,7 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
           // at most kResidentThreads an SM, where `split` blocks share one
           const int64_t rounds = ceil_div(part_runs, kResidentThreads / split);
           const int64_t threads = ceil_div(ceil_div(part_runs, rounds), 32) * 32;
-          int per_sm = 0;
-          C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-              &per_sm, kernel, static_cast<int>(threads), static_cast<size_t>(bytes)));
+          const int per_sm = resident_blocks_per_sm(kernel, static_cast<int>(threads), bytes);
           if (resident_fills_gpu(images * split, per_sm)) {
             launch_clustered(kernel, images * split, threads, bytes, split, stream, src, dst,
                              kernel_geometry(cg, V), program, rows, o, split);
