@@ -48,7 +48,7 @@ C10_HOST_DEVICE inline void hue_shift_backward(const P (&x)[3], P hue, P (&g)[3]
   } else {
     h0 = (xc[1] + P(4)) - xc[0];
   }
-  const P h = mod1(mod1(h0 * P(1.0 / 6.0) + P(1)) + hue);
+  const P h = mod1<false>(mod1<false>(h0 * P(1.0 / 6.0) + P(1)) + hue);
   const P v = maxc;
   const P h6 = h * P(6);
   const P sector = std::floor(h6);
