@@ -272,12 +272,12 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
 }
 
 // adjust_hue of one uint8 pixel (values 0..255) exactly as torchvision computes it: scaled to
-// [0, 1], through HSV, scaled back by 255.999 and truncated. Where torchvision's result is v, that
-// is
-// the pixel's largest value, and where it is p its smallest (exactly, for every pair of values:
-// test_hue_every_uint8_color checks all colours), so only q or t is scaled back. The largest and
-// smallest are taken, and compared, unscaled (scaling by 1/255 keeps the values' order and
-// equalities), and the divisions are hue_shift's with one refined reciprocal per divisor.
+// [0, 1], through HSV, scaled back by 255.999 and truncated. Where torchvision's result is v,
+// that is the pixel's largest value, and where it is p its smallest (exactly, for every pair of
+// values: test_hue_every_uint8_color checks all colours), so only q or t is scaled back. The
+// largest and smallest are taken, and compared, unscaled (scaling by 1/255 keeps the values'
+// order and equalities), and the divisions are hue_shift's with one refined reciprocal per
+// divisor.
 template <typename P>
 C10_HOST_DEVICE inline void hue_shift_u8_exact(P (&x)[3], P hue) {
   constexpr P kScale = P(1.0 / 255.0);
@@ -325,11 +325,11 @@ C10_HOST_DEVICE constexpr unsigned sector_bits(unsigned sectors) {
 // D f = (offset + hue6 - floor(u)) D + n then takes one rounding of a value below 256. A
 // misrounded u gives a neighbouring sector, where q or t is within 1e-5 of H or L on the other
 // side and truncates alike (the GPU's approximate reciprocal gives the CPU's results).
-// torchvision's float path carries errors of up to about 2e-4 of a unit (all 2^24 colours: its
-// results differ from these within 1e-4 of an integer, never beyond 2e-4): where the scaled
-// value is within 5e-4 of an integer (other than 0), about 0.1% of pixels, hue_shift_u8_exact
-// takes torchvision's path instead (H100, ColorJitter: 0.114 ms, against 0.110 ms without it
-// and 0.127 ms with torchvision's path for every pixel).
+// torchvision's float path carries errors of up to about 2e-4 of a unit (all 2^24 colours, 16
+// factors: falling back within 1e-4 of an integer left differences, within 2e-4 none): where
+// the scaled value is within 5e-4 of an integer (other than 0), about 0.1% of pixels,
+// hue_shift_u8_exact takes torchvision's path instead (H100, ColorJitter: 0.114 ms, against
+// 0.110 ms without it and 0.127 ms with torchvision's path for every pixel).
 template <typename P>
 C10_HOST_DEVICE inline void hue_shift_u8(P (&x)[3], P hue, P hue6) {
   const P high = max_of(max_of(x[0], x[1]), x[2]);
