@@ -342,8 +342,8 @@ C10_HOST_DEVICE inline void hue_shift_u8(P (&x)[3], P hue, P hue6) {
   const P offset = red ? P(8) : (green ? P(10) : P(12));  // plus 8: u + 8 in [4, 16]
   P reciprocal = P(1) / max_of(range, P(1));  // flat pixels: n = 0
 #ifdef __CUDA_ARCH__
-  if constexpr (std::is_same_v<P, float>) {
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(reciprocal) : "f"(max_of(range, 1.0f)));
+  if constexpr (std::is_same_v<P, float>) {  // flat: a finite 1e30 (an add: FMA pipe, not ALU)
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(reciprocal) : "f"(range + 1e-30f));
   }
 #endif
   // floor(u) + 8, as a float and its integer (on the GPU the bits of one add rounding to zero)
@@ -357,16 +357,16 @@ C10_HOST_DEVICE inline void hue_shift_u8(P (&x)[3], P hue, P hue6) {
   const int sector8 = static_cast<int>(std::floor(u8));
 #endif
   const P part = std::fma(hue6 + ((offset + kBias) - sector_biased), range, n);  // D f, exact sum
-  const P middle_unscaled = sector8 & 1 ? high - part : low + part;  // odd sectors: q, else t
+  const unsigned sector = 1u << sector8;  // one bit: its tests each take one instruction
+  const P middle_unscaled = sector & 0xAAAAAAAAu ? high - part : low + part;  // odd: q, else t
   const P scaled = max_of(middle_unscaled, P(0)) * P(255.999 / 255.0);
   const P middle = trunc_small(scaled);
-  const P fraction = scaled - middle;
-  if (scaled > P(0.5) && (fraction < P(5e-4) || fraction > P(1 - 5e-4))) {
+  // within 5e-4 of an integer: fraction < 5e-4 or > 1 - 5e-4, as one compare of a magnitude
+  if (scaled > P(0.5) && std::fabs((scaled - middle) - P(0.5)) > P(0.5 - 5e-4)) {
     hue_shift_u8_exact(x, hue);
     return;
   }
   // v in r's sectors 5 and 0, g's 1 and 2, b's 3 and 4; p in r's 2 and 3, g's 4 and 5, b's 0 and 1
-  const unsigned sector = 1u << sector8;
   x[0] = sector & sector_bits(0x21u) ? high : (sector & sector_bits(0x0Cu) ? low : middle);
   x[1] = sector & sector_bits(0x06u) ? high : (sector & sector_bits(0x30u) ? low : middle);
   x[2] = sector & sector_bits(0x18u) ? high : (sector & sector_bits(0x03u) ? low : middle);
