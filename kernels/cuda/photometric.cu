@@ -104,14 +104,16 @@ struct Runs {
 };
 
 // Element j of a run in the compute type. uint8 to float: byte j of its word under 2^23's bits
-// by one byte permute (its selector an immediate), less 2^23: the add runs on the FMA pipe, where
-// a conversion (I2FP) would be a second instruction on the ALU pipe, the kernels' busiest (H100,
-// ColorJitter u8 -> float32: 0.1105 ms against 0.1116; a byte cast of the shifted word takes nvcc
-// through 16-bit halves).
+// by one byte permute, less 2^23: the add runs on the FMA pipe, where a conversion (I2FP) would be
+// a second instruction on the ALU pipe, the kernels' busiest (H100, ColorJitter u8 -> float32:
+// 0.1105 ms against 0.1116). 2^23's bits are the permute's first word, which must be a register
+// (one for all), so that its selector stays an immediate: as its second word, ptxas made 2^23 the
+// immediate and moved each selector into a register, a move per byte (0.1102 ms against 0.1095).
+// (A byte cast of the shifted word takes nvcc through 16-bit halves.)
 template <typename P, typename T, int V>
 __device__ __forceinline__ P load_element(const Run<T, V>& run, int j) {
   if constexpr (std::is_same_v<T, uint8_t> && std::is_same_v<P, float> && V % 4 == 0) {
-    return __uint_as_float(__byte_perm(run.u32[j / 4], 0x4B000000u, 0x7440u + j % 4)) - 8388608.0f;
+    return __uint_as_float(__byte_perm(0x4B000000u, run.u32[j / 4], 0x3004u + j % 4)) - 8388608.0f;
   }
   return load<P>(run.v[j]);
 }
