@@ -342,7 +342,9 @@ C10_HOST_DEVICE inline void hue_shift_u8(P (&x)[3], P hue, P hue6) {
   const P offset = red ? P(8) : (green ? P(10) : P(12));  // plus 8: u + 8 in [4, 16]
   P reciprocal = P(1) / max_of(range, P(1));  // flat pixels: n = 0
 #ifdef __CUDA_ARCH__
-  if constexpr (std::is_same_v<P, float>) {  // flat: a finite 1e30 (an add: FMA pipe, not ALU)
+  // range + 1e-30 is the range itself for every pixel but a flat one (whose reciprocal, 1e30,
+  // meets n = 0): one add (FMA pipe) where a max is an ALU instruction
+  if constexpr (std::is_same_v<P, float>) {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(reciprocal) : "f"(range + 1e-30f));
   }
 #endif
