@@ -684,7 +684,7 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   const int64_t chunks = ceil_div(pixels_here, chunk_pixels);
   // q: a pixel's index in the block's part
   const auto first_pixel = [&](int64_t chunk) { return chunk * chunk_pixels + threadIdx.x * V; };
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {  // a group per chunk
+  const auto copy_chunk = [&](int64_t chunk) {  // a group per chunk
     const int64_t q0 = first_pixel(chunk);
     if (q0 < pixels_here) {
 #pragma unroll
@@ -695,7 +695,11 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
       }
     }
     __pipeline_commit();
-  }
+  };
+  // The first chunk alone, the others once it has landed: a block waited 4.4 us of its 40 for
+  // its first chunk when all its copies were in flight together (H100, ColorJitter u8 -> float32:
+  // 0.1071 ms against 0.1097).
+  copy_chunk(0);
   const int kind = program.reduction;
   decode_block_program(prog, program, rows, image / g.frames);
   for (int i = threadIdx.x; i < 3 * kBins; i += blockDim.x) counts[i] = 0;
@@ -703,6 +707,8 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   if (split > 1 && threadIdx.x == 0) init_exchange(&totals_arrived);
 #endif
   __syncthreads();
+  __pipeline_wait_prior(0);  // its first chunk; then its others, in order (wait_for_chunk)
+  for (int64_t chunk = 1; chunk < chunks; ++chunk) copy_chunk(chunk);
   const auto finish_pixels = [&](int64_t q0, int first_step) {
     P x[V][3];
     unpack_pixels<C, T, P, V, true, Interleaved>(
