@@ -39,22 +39,44 @@ __device__ __forceinline__ void load_chunk(Chunk<T, N>& c, const T* p) {
   for (int i = 0; i < Chunk<T, N>::kWords; ++i) c.w[i] = __ldg(reinterpret_cast<const Word*>(p) + i);
 }
 
-// Spelled in PTX: nvcc has been seen splitting a plain 16-byte store into four.
+// Spelled in PTX: nvcc has been seen splitting a plain 16-byte store into four. Streaming:
+// st.global.cs, for outputs far larger than L2 that nothing reads soon (L2 evicts them first).
+template <bool Streaming = false>
 __device__ __forceinline__ void store_word(uint4* p, uint4 v) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w)
-               : "memory");
+  if constexpr (Streaming) {
+    asm volatile("st.global.cs.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
+  } else {
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
+  }
 }
+template <bool Streaming = false>
 __device__ __forceinline__ void store_word(uint2* p, uint2 v) {
-  asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+  if constexpr (Streaming) {
+    asm volatile("st.global.cs.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+  } else {
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+  }
 }
-__device__ __forceinline__ void store_word(uint32_t* p, uint32_t v) { *p = v; }
+template <bool Streaming = false>
+__device__ __forceinline__ void store_word(uint32_t* p, uint32_t v) {
+  if constexpr (Streaming) {
+    __stcs(p, v);
+  } else {
+    *p = v;
+  }
+}
 
-template <typename T, int N>
+template <bool Streaming = false, typename T, int N>
 __device__ __forceinline__ void store_chunk(T* p, const Chunk<T, N>& c) {
   using Word = typename Chunk<T, N>::Word;
 #pragma unroll
-  for (int i = 0; i < Chunk<T, N>::kWords; ++i) store_word(reinterpret_cast<Word*>(p) + i, c.w[i]);
+  for (int i = 0; i < Chunk<T, N>::kWords; ++i) {
+    store_word<Streaming>(reinterpret_cast<Word*>(p) + i, c.w[i]);
+  }
 }
 
 }  // namespace gpuaug::cuda
