@@ -3,9 +3,10 @@ parameter set per batch, as it draws them) and Kornia (per sample, when it is in
 
 The headline: a 256x3x224x224 uint8 batch through ColorJitter(0.4, 0.4, 0.4, 0.1), converted to
 float32 and normalised. gpuaug's time includes its per-sample draws; bytes are those of a
-two-pass design (the image read twice, the output written once). The same without contrast runs
-one pass. The batch shrinks with --size
-(256 at the default 2^28).
+two-pass design (the image read twice, the output written once). The op alone is also set
+against what PyTorch and torchvision take to feed the same batch without augmentation: the
+uint8 -> float32 conversion alone, and ToDtype + Normalize. The same without contrast runs one
+pass. The batch shrinks with --size (256 at the default 2^28).
 """
 
 from typing import Callable, Optional
@@ -39,6 +40,19 @@ def torchvision_jitter_normalize(*jitter_args) -> Optional[Callable]:
     pipeline = v2.Compose([v2.ColorJitter(*jitter_args), v2.ToDtype(torch.float32, scale=True),
                            v2.Normalize(MEAN, STD)])
     return lambda x, *rest: pipeline(x)
+
+
+def torchvision_to_dtype_normalize() -> Optional[Callable]:
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    pipeline = v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+    return lambda x, *rest: pipeline(x)
+
+
+def conversion_alone(x, *rest):
+    return x.to(torch.float32)
 
 
 def kornia_jiggle_normalize() -> Optional[Callable]:
@@ -89,10 +103,22 @@ def cases(numel: int, device: torch.device) -> list[Case]:
     u8 = torch.uint8
     jitter = T.ColorJitter(0.4, 0.4, 0.4, 0.1, dtype=torch.float32, mean=MEAN, std=STD)
     two_pass = 2 * pixels + 4 * pixels
+    def op(x, p):
+        return jitter(x, p)
+
     result = [
-        Case("photometric jitter u8->f32 op", shape, u8, jitter_inputs(shape, device, jitter),
-             lambda x, p: jitter(x, p), copy_of_image, "copy of the image", two_pass),
+        Case("photometric jitter u8->f32 op", shape, u8, jitter_inputs(shape, device, jitter), op,
+             copy_of_image, "copy of the image", two_pass),
+        # the same bytes through PyTorch with no augmentation: the bare conversion, then what a
+        # training loop feeds the model without augmentation
+        Case("photometric jitter u8->f32 op", shape, u8, jitter_inputs(shape, device, jitter), op,
+             conversion_alone, "torch uint8->float32 conversion alone", two_pass),
     ]
+    baseline = torchvision_to_dtype_normalize()
+    if baseline is not None:
+        result.append(Case("photometric jitter u8->f32 op", shape, u8,
+                           jitter_inputs(shape, device, jitter), op, baseline,
+                           "torchvision ToDtype+Normalize alone", two_pass))
     for baseline, label in [(torchvision_jitter_normalize(0.4, 0.4, 0.4, 0.1),
                              "torchvision ColorJitter+Normalize"),
                             (kornia_jiggle_normalize(), "Kornia ColorJiggle+Normalize")]:
