@@ -34,6 +34,7 @@
 
 #include "kernels/color_transform.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/overlapped_launch.cuh"
 #include "kernels/cuda/per_device.h"
 #include "kernels/photometric.h"
 #include "kernels/photometric_grad.h"
@@ -699,16 +700,21 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
     }
     __pipeline_commit();
   };
+  // Launched overlapped on Hopper (launch_clustered): the next kernel's blocks may take the
+  // slots this one's leave, and this one's blocks set up shared memory while the previous kernel
+  // drains, touching global memory only once it has completed.
+  allow_next_grid();
+  for (int i = threadIdx.x; i < 3 * kBins; i += blockDim.x) counts[i] = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (split > 1 && threadIdx.x == 0) init_exchange(&totals_arrived);
+#endif
+  wait_for_previous_grid();
   // The first chunk alone, the others once it has landed: a block waited 4.4 us of its 40 for
   // its first chunk when all its copies were in flight together (H100, ColorJitter u8 -> float32:
   // 0.1071 ms against 0.1097).
   copy_chunk(0);
   const int kind = program.reduction;
   decode_block_program(prog, program, rows, image / g.frames);
-  for (int i = threadIdx.x; i < 3 * kBins; i += blockDim.x) counts[i] = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (split > 1 && threadIdx.x == 0) init_exchange(&totals_arrived);
-#endif
   __syncthreads();
   __pipeline_wait_prior(0);  // its first chunk; then its others, in order (wait_for_chunk)
   for (int64_t chunk = 1; chunk < chunks; ++chunk) copy_chunk(chunk);
@@ -843,31 +849,34 @@ bool resident_fills_gpu(int64_t blocks, int per_sm) {
          blocks * 5 >= ceil_div(blocks, slots) * slots * 4;
 }
 
-// The parts a resident image is split into, a block each: two, a cluster of blocks sharing the
-// image's statistics, where the kernel's code on this device is Hopper's (clusters), else one.
+// Whether the kernel's code on this device is Hopper's: clusters, and overlapped launches.
 template <typename Kernel>
-int resident_split(Kernel kernel) {
+bool hopper_code(Kernel kernel) {
   cudaFuncAttributes attributes;
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  return attributes.ptxVersion >= 90 && at::cuda::getCurrentDeviceProperties()->major >= 9 ? 2 : 1;
+  return attributes.ptxVersion >= 90 && at::cuda::getCurrentDeviceProperties()->major >= 9;
 }
 
-// kernel<<<blocks, threads, bytes, stream>>>(args...) in clusters of `split` blocks.
+// kernel<<<blocks, threads, bytes, stream>>>(args...), with Hopper's code in clusters of `split`
+// blocks (a resident image's parts, sharing its statistics: 2, else 1) and launched overlapped
+// (overlapped_launch.cuh).
 template <typename Kernel, typename... Args>
-void launch_clustered(Kernel kernel, int64_t blocks, int64_t threads, int64_t bytes, int split,
-                      cudaStream_t stream, Args... args) {
-  cudaLaunchAttribute cluster;
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = split;
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
+void launch_clustered(Kernel kernel, bool hopper, int64_t blocks, int64_t threads, int64_t bytes,
+                      int split, cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attributes[2];
+  attributes[0].id = cudaLaunchAttributeClusterDimension;
+  attributes[0].val.clusterDim.x = split;
+  attributes[0].val.clusterDim.y = 1;
+  attributes[0].val.clusterDim.z = 1;
+  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[1].val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(threads));
   config.dynamicSmemBytes = bytes;
   config.stream = stream;
-  config.attrs = &cluster;
-  config.numAttrs = split > 1 ? 1 : 0;
+  config.attrs = attributes;
+  config.numAttrs = hopper ? 2 : 0;
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
@@ -989,8 +998,10 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
       constexpr bool kInterleaved = decltype(interleaved)::value;
       if constexpr (kIsU8<T> && kVectorized) {
         const auto kernel = resident_transform<C, T, out_t, P, V, kInterleaved>;
-        static PerDevice<int> max_bytes, splits;
-        const int split = splits.get([&] { return resident_split(kernel); });
+        static PerDevice<int> max_bytes;
+        static PerDevice<bool> hopper;
+        const bool hopper_here = hopper.get([&] { return hopper_code(kernel); });
+        const int split = hopper_here ? 2 : 1;
         const int64_t runs = cg.pixels / V, part_runs = ceil_div(runs, int64_t{split});
         const int64_t bytes = C * part_runs * V * static_cast<int64_t>(sizeof(T));
         if (wide && program.reduction && part_runs * (split - 1) < runs &&
@@ -1000,8 +1011,8 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
           const int64_t threads = ceil_div(ceil_div(part_runs, rounds), 32) * 32;
           const int per_sm = resident_blocks_per_sm(kernel, static_cast<int>(threads), bytes);
           if (resident_fills_gpu(images * split, per_sm)) {
-            launch_clustered(kernel, images * split, threads, bytes, split, stream, src, dst,
-                             kernel_geometry(cg, V), program, rows, o, split);
+            launch_clustered(kernel, hopper_here, images * split, threads, bytes, split, stream,
+                             src, dst, kernel_geometry(cg, V), program, rows, o, split);
             return;
           }
         }
