@@ -103,21 +103,19 @@ def cases(numel: int, device: torch.device) -> list[Case]:
     u8 = torch.uint8
     jitter = T.ColorJitter(0.4, 0.4, 0.4, 0.1, dtype=torch.float32, mean=MEAN, std=STD)
     two_pass = 2 * pixels + 4 * pixels
-    def op(x, p):
-        return jitter(x, p)
-
+    # the op alone: jitter called with its draws made beforehand
     result = [
-        Case("photometric jitter u8->f32 op", shape, u8, jitter_inputs(shape, device, jitter), op,
-             copy_of_image, "copy of the image", two_pass),
+        Case("photometric jitter u8->f32 op", shape, u8, jitter_inputs(shape, device, jitter),
+             jitter, copy_of_image, "copy of the image", two_pass),
         # the same bytes through PyTorch with no augmentation: the bare conversion, then what a
         # training loop feeds the model without augmentation
-        Case("photometric jitter u8->f32 op", shape, u8, jitter_inputs(shape, device, jitter), op,
-             conversion_alone, "torch uint8->float32 conversion alone", two_pass),
+        Case("photometric jitter u8->f32 op", shape, u8, jitter_inputs(shape, device, jitter),
+             jitter, conversion_alone, "torch uint8->float32 conversion alone", two_pass),
     ]
     baseline = torchvision_to_dtype_normalize()
     if baseline is not None:
         result.append(Case("photometric jitter u8->f32 op", shape, u8,
-                           jitter_inputs(shape, device, jitter), op, baseline,
+                           jitter_inputs(shape, device, jitter), jitter, baseline,
                            "torchvision ToDtype+Normalize alone", two_pass))
     for baseline, label in [(torchvision_jitter_normalize(0.4, 0.4, 0.4, 0.1),
                              "torchvision ColorJitter+Normalize"),
