@@ -32,9 +32,10 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 }
 
 // Whether `kernel`'s code on the current device was compiled for Hopper or newer, so that it does
-// wait: a build for an older GPU, compiled for this one from its PTX, waits for nothing.
+// wait (and may use Hopper's other features, such as clusters): a build for an older GPU,
+// compiled for this one from its PTX, waits for nothing.
 template <auto kernel>
-bool waits_for_previous_grid() {
+bool hopper_code() {
   static PerDevice<bool> waits;
   return waits.get([] {
     cudaFuncAttributes attributes;
@@ -56,7 +57,7 @@ void launch_overlapped(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t 
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   config.attrs = &overlap;
-  config.numAttrs = waits_for_previous_grid<kernel>() ? 1 : 0;
+  config.numAttrs = hopper_code<kernel>() ? 1 : 0;
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 

@@ -849,14 +849,6 @@ bool resident_fills_gpu(int64_t blocks, int per_sm) {
          blocks * 5 >= ceil_div(blocks, slots) * slots * 4;
 }
 
-// Whether the kernel's code on this device is Hopper's: clusters, and overlapped launches.
-template <typename Kernel>
-bool hopper_code(Kernel kernel) {
-  cudaFuncAttributes attributes;
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  return attributes.ptxVersion >= 90 && at::cuda::getCurrentDeviceProperties()->major >= 9;
-}
-
 // kernel<<<blocks, threads, bytes, stream>>>(args...), with Hopper's code in clusters of `split`
 // blocks (a resident image's parts, sharing its statistics: 2, else 1) and launched overlapped
 // (overlapped_launch.cuh).
@@ -997,10 +989,9 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
       constexpr bool kVectorized = decltype(vector)::value;
       constexpr bool kInterleaved = decltype(interleaved)::value;
       if constexpr (kIsU8<T> && kVectorized) {
-        const auto kernel = resident_transform<C, T, out_t, P, V, kInterleaved>;
+        constexpr auto kernel = resident_transform<C, T, out_t, P, V, kInterleaved>;
         static PerDevice<int> max_bytes;
-        static PerDevice<bool> hopper;
-        const bool hopper_here = hopper.get([&] { return hopper_code(kernel); });
+        const bool hopper_here = hopper_code<kernel>();
         const int split = hopper_here ? 2 : 1;
         const int64_t runs = cg.pixels / V, part_runs = ceil_div(runs, int64_t{split});
         const int64_t bytes = C * part_runs * V * static_cast<int64_t>(sizeof(T));
