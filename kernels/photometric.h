@@ -35,12 +35,18 @@ constexpr int kKinds = 11;
 // Slots per call: ColorJitter's four, RandomPhotometricDistort's five, a Compose's more.
 constexpr int kMaxStages = 16;
 
-// The kind of each slot: the same for every sample (the host's part of the program).
+// The kind of each slot: the same for every sample (the host's part of the program). Ranged
+// (the op's factor_ranges), slot k's factor is fma(width[k], u, low[k]) in float64, u its
+// `factors` entry, rounded to float32: a transform's fresh draws pass their uniforms, not the
+// factors a kernel would make of them before each call.
 struct Program {
   int count;
   uint8_t kinds[kMaxStages];
   int reduction;  // the kind of its one reduction stage (contrast, autocontrast, equalize), or
                  // 0: then a reduction pass (a histogram pass for equalize) runs first
+  bool ranged;
+  double low[kMaxStages];
+  double width[kMaxStages];
 };
 
 // A reduction pass's partial statistics per block: contrast's sum of grays, or autocontrast's

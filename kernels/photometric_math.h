@@ -747,6 +747,16 @@ C10_HOST_DEVICE inline int64_t applied_slot(const Rows<P>& rows, int64_t n, int 
   return if_applied(rows, n, k, slot);
 }
 
+// Sample n's factor of `slot`: its `factors` entry, or that uniform in the slot's range.
+template <typename P>
+C10_HOST_DEVICE inline P slot_factor(const Program& program, const Rows<P>& rows, int64_t n,
+                                     int64_t slot) {
+  const P u = rows.factors[n][slot];
+  if (!program.ranged) return u;
+  const double factor = std::fma(program.width[slot], static_cast<double>(u), program.low[slot]);
+  return static_cast<P>(static_cast<float>(factor));
+}
+
 // Decodes sample n's program: its stages in its order, without those it does not apply.
 template <typename P>
 C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const Rows<P>& rows,
@@ -758,7 +768,7 @@ C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const Row
   for (int j = 0; j < k; ++j) {
     const int64_t slot = applied_slot(rows, n, k, j);
     if (slot < 0) continue;
-    const Step<P> s = make_step(program.kinds[slot], rows.factors[n][slot]);
+    const Step<P> s = make_step(program.kinds[slot], slot_factor(program, rows, n, slot));
     if (prog.reduce_at < 0 && is_reduction(s.kind)) prog.reduce_at = prog.count;
     prog.steps[prog.count++] = s;
   }

@@ -17,42 +17,47 @@ namespace gpuaug {
 TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
   m.def(
       "photometric(Tensor image, int[] stages, Tensor factors, *, Tensor? order=None, "
-      "Tensor? apply=None, ScalarType? dtype=None, float[]? mean=None, float[]? std=None) "
-      "-> Tensor");
+      "Tensor? apply=None, ScalarType? dtype=None, float[]? mean=None, float[]? std=None, "
+      "float[]? factor_ranges=None) -> Tensor");
   // The image's gradient from the output's (floating image and output, which then share a dtype).
   m.def(
       "_photometric_backward(Tensor grad, Tensor image, int[] stages, Tensor factors, *, "
-      "Tensor? order=None, Tensor? apply=None, float[]? std=None) -> Tensor");
+      "Tensor? order=None, Tensor? apply=None, float[]? std=None, float[]? factor_ranges=None) "
+      "-> Tensor");
 }
 
 at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const at::Tensor& factors,
                        const std::optional<at::Tensor>& order,
                        const std::optional<at::Tensor>& apply, std::optional<at::ScalarType> dtype,
                        std::optional<c10::ArrayRef<double>> mean,
-                       std::optional<c10::ArrayRef<double>> stddev) {
+                       std::optional<c10::ArrayRef<double>> stddev,
+                       std::optional<c10::ArrayRef<double>> factor_ranges) {
   static const auto op =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("gpuaug::photometric", "")
           .typed<at::Tensor(const at::Tensor&, c10::IntArrayRef, const at::Tensor&,
                             const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
                             std::optional<at::ScalarType>, std::optional<c10::ArrayRef<double>>,
+                            std::optional<c10::ArrayRef<double>>,
                             std::optional<c10::ArrayRef<double>>)>();
-  return op.call(image, stages, factors, order, apply, dtype, mean, stddev);
+  return op.call(image, stages, factors, order, apply, dtype, mean, stddev, factor_ranges);
 }
 
 at::Tensor photometric_backward(const at::Tensor& grad, const at::Tensor& image,
                                 c10::IntArrayRef stages, const at::Tensor& factors,
                                 const std::optional<at::Tensor>& order,
                                 const std::optional<at::Tensor>& apply,
-                                std::optional<c10::ArrayRef<double>> stddev) {
+                                std::optional<c10::ArrayRef<double>> stddev,
+                                std::optional<c10::ArrayRef<double>> factor_ranges) {
   static const auto op =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("gpuaug::_photometric_backward", "")
           .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::IntArrayRef,
                             const at::Tensor&, const std::optional<at::Tensor>&,
                             const std::optional<at::Tensor>&,
+                            std::optional<c10::ArrayRef<double>>,
                             std::optional<c10::ArrayRef<double>>)>();
-  return op.call(grad, image, stages, factors, order, apply, stddev);
+  return op.call(grad, image, stages, factors, order, apply, stddev, factor_ranges);
 }
 
 namespace {
@@ -88,7 +93,8 @@ void check_image(const at::Tensor& image) {
               size_str(channels));
 }
 
-Program make_program(c10::IntArrayRef stages) {
+Program make_program(c10::IntArrayRef stages,
+                     std::optional<c10::ArrayRef<double>> factor_ranges) {
   // none: the output conversion alone (a ColorJitter with nothing enabled)
   TORCH_CHECK(stages.size() <= static_cast<size_t>(kMaxStages), kOp, ": expected at most ",
               std::to_string(kMaxStages), " 'stages', but got ", std::to_string(stages.size()));
@@ -110,6 +116,16 @@ Program make_program(c10::IntArrayRef stages) {
               ": expected at most one reduction stage (contrast, autocontrast or equalize) per "
               "call, but "
               "got ", std::to_string(reductions));
+  if (!factor_ranges.has_value()) return program;
+  const size_t k = stages.size();
+  TORCH_CHECK(factor_ranges->size() == 2 * k, kOp, ": expected 'factor_ranges' of length ",
+              std::to_string(2 * k), " (each slot's low, then each slot's width), but got ",
+              std::to_string(factor_ranges->size()));
+  program.ranged = true;
+  for (size_t i = 0; i < k; ++i) {
+    program.low[i] = (*factor_ranges)[i];
+    program.width[i] = (*factor_ranges)[k + i];
+  }
   return program;
 }
 
@@ -129,15 +145,20 @@ void check_per_slot(const char* name, const at::Tensor& t, const at::Tensor& ima
 }
 
 // Values are checked where they are on the CPU (no synchronisation); on the GPU the kernels apply
-// the formulas to whatever they hold and skip order entries that are not slots.
-void check_factor_values(const Program& program, const at::Tensor& factors, bool uint8_image,
-                         bool one_channel) {
+// the formulas to whatever they hold and skip order entries that are not slots. Ranged, the
+// factors the kernels make of the uniforms (slot_factor) are checked.
+void check_factor_values(const Program& program, const at::Tensor& factors, bool float_compute,
+                         bool uint8_image, bool one_channel) {
   if (!factors.device().is_cpu() || factors.numel() == 0) return;
   const at::Tensor rows = factors.to(at::kDouble).reshape({-1, program.count});
   const auto values = rows.accessor<double, 2>();
+  const auto in_compute = [&](double v) { return float_compute ? static_cast<float>(v) : v; };
   for (int64_t n = 0; n < rows.size(0); ++n) {
     for (int j = 0; j < program.count; ++j) {
-      const double v = values[n][j];
+      double v = values[n][j];
+      if (program.ranged) {
+        v = static_cast<float>(std::fma(program.width[j], in_compute(v), program.low[j]));
+      }
       const int kind = program.kinds[j];
       bool ok = true;
       const char* expected = "";
@@ -224,11 +245,12 @@ at::Tensor photometric_meta(const at::Tensor& image, c10::IntArrayRef stages,
                             const std::optional<at::Tensor>& apply,
                             std::optional<at::ScalarType> dtype,
                             std::optional<c10::ArrayRef<double>> mean,
-                            std::optional<c10::ArrayRef<double>> stddev) {
+                            std::optional<c10::ArrayRef<double>> stddev,
+                            std::optional<c10::ArrayRef<double>> factor_ranges) {
   check_defined(kOp, "image", image);
   check_defined(kOp, "factors", factors);
   check_image(image);
-  const Program program = make_program(stages);
+  const Program program = make_program(stages, factor_ranges);
   const int64_t k = program.count;
   check_per_slot("factors", factors, image, k, "float32, float64, float16 or bfloat16",
                  at::isFloatingType(factors.scalar_type()));
@@ -248,14 +270,16 @@ at::Tensor photometric_backward_meta(const at::Tensor& grad, const at::Tensor& i
                                      c10::IntArrayRef stages, const at::Tensor& factors,
                                      const std::optional<at::Tensor>& order,
                                      const std::optional<at::Tensor>& apply,
-                                     std::optional<c10::ArrayRef<double>> stddev) {
+                                     std::optional<c10::ArrayRef<double>> stddev,
+                                     std::optional<c10::ArrayRef<double>> factor_ranges) {
   constexpr const char* kBackward = "gpuaug::_photometric_backward";
   check_defined(kBackward, "grad", grad);
   const at::Tensor grad_image = photometric_meta(image, stages, factors, order, apply,
-                                                 std::nullopt, std::nullopt, std::nullopt);
+                                                 std::nullopt, std::nullopt, std::nullopt,
+                                                 factor_ranges);
   TORCH_CHECK(at::isFloatingType(image.scalar_type()), kBackward,
               ": gradients need a floating 'image', but got ", image.scalar_type());
-  const int reduction = make_program(stages).reduction;
+  const int reduction = make_program(stages, std::nullopt).reduction;
   TORCH_CHECK(reduction != kAutocontrast && reduction != kEqualize, kBackward, ": ",
               kKindNames[reduction],
               " has no gradient (torchvision's cannot be differentiated either)");
@@ -297,15 +321,17 @@ at::Tensor photometric_kernel(const at::Tensor& image, c10::IntArrayRef stages,
                               const std::optional<at::Tensor>& apply,
                               std::optional<at::ScalarType> dtype,
                               std::optional<c10::ArrayRef<double>> mean,
-                              std::optional<c10::ArrayRef<double>> stddev) {
-  at::Tensor out = photometric_meta(image, stages, factors, order, apply, dtype, mean, stddev);
-  const Program program = make_program(stages);
+                              std::optional<c10::ArrayRef<double>> stddev,
+                              std::optional<c10::ArrayRef<double>> factor_ranges) {
+  at::Tensor out =
+      photometric_meta(image, stages, factors, order, apply, dtype, mean, stddev, factor_ranges);
+  const Program program = make_program(stages, factor_ranges);
   const int64_t k = program.count;
-  check_factor_values(program, factors, image.scalar_type() == at::kByte,
+  const auto compute = image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  check_factor_values(program, factors, compute == at::kFloat, image.scalar_type() == at::kByte,
                       image.size(image.dim() - 3) == 1);
   if (order.has_value()) check_order_values(*order, k);
   if (out.numel() == 0) return out;
-  const auto compute = image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   photometric_loops.on(kOp, image.device().type())(out, image, program,
                                                    per_sample_rows(factors, compute),
                                                    order_rows(order), apply_rows(apply), mean,
@@ -317,13 +343,15 @@ at::Tensor photometric_backward_kernel(const at::Tensor& grad, const at::Tensor&
                                        c10::IntArrayRef stages, const at::Tensor& factors,
                                        const std::optional<at::Tensor>& order,
                                        const std::optional<at::Tensor>& apply,
-                                       std::optional<c10::ArrayRef<double>> stddev) {
+                                       std::optional<c10::ArrayRef<double>> stddev,
+                                       std::optional<c10::ArrayRef<double>> factor_ranges) {
   at::Tensor grad_image =
-      photometric_backward_meta(grad, image, stages, factors, order, apply, stddev);
+      photometric_backward_meta(grad, image, stages, factors, order, apply, stddev, factor_ranges);
   if (grad_image.numel() == 0) return grad_image;
   const auto compute = image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   photometric_backward_loops.on("gpuaug::_photometric_backward", image.device().type())(
-      grad_image, grad, image, make_program(stages), per_sample_rows(factors, compute),
+      grad_image, grad, image, make_program(stages, factor_ranges),
+      per_sample_rows(factors, compute),
       order_rows(order), apply_rows(apply), stddev);
   return grad_image;
 }

@@ -316,7 +316,7 @@ __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, con
     slot = applied_slot(rows, n, k, j);
   }
   Step<P> s{};
-  if (slot >= 0) s = make_step(program.kinds[slot], rows.factors[n][slot]);
+  if (slot >= 0) s = make_step(program.kinds[slot], slot_factor(program, rows, n, slot));
   const unsigned applied = __ballot_sync(0xFFFFFFFFu, slot >= 0);
   const unsigned reductions = __ballot_sync(0xFFFFFFFFu, slot >= 0 && is_reduction(s.kind));
   const unsigned before = (1u << j) - 1;  // the positions before j (j < 32)

@@ -42,7 +42,8 @@ _REDUCTIONS = (Stage.CONTRAST, Stage.AUTOCONTRAST, Stage.EQUALIZE)
 def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *,
                 order: Optional[torch.Tensor] = None, apply: Optional[torch.Tensor] = None,
                 dtype: Optional[torch.dtype] = None, mean: Optional[List[float]] = None,
-                std: Optional[List[float]] = None) -> torch.Tensor:
+                std: Optional[List[float]] = None,
+                factor_ranges: Optional[List[float]] = None) -> torch.Tensor:
     """Runs each sample of ``image`` through its program, as torchvision.transforms.v2.functional
     would run that one image through the same calls.
 
@@ -63,9 +64,15 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
     ``to_dtype(scale=True)`` does (the image's dtype, floating from uint8, uint8 from floating),
     then ``mean`` and ``std`` normalise it. Differentiable in a floating ``image`` with a floating
     output (``factors`` have no gradient).
+
+    ``factor_ranges`` (2K values: each slot's low, then each slot's width) makes ``factors``
+    uniforms ``u``: slot k's factor is ``fma(width[k], u, low[k])`` in float64 (``u`` as float32,
+    or float64 for a float64 image), rounded to float32. Fresh draws pass their uniforms so,
+    saving the kernel that would make factors of them.
     """
     return torch.ops.gpuaug.photometric(image, stages, factors, order=order, apply=apply,
-                                        dtype=dtype, mean=mean, std=std)
+                                        dtype=dtype, mean=mean, std=std,
+                                        factor_ranges=factor_ranges)
 
 
 def _samples(image: torch.Tensor) -> int:
@@ -100,8 +107,15 @@ def _uniform(name: str, value: Optional[object], center: float = 1.0,
 def _rand(shape: List[int], image: torch.Tensor,
           generator: Optional[torch.Generator]) -> torch.Tensor:
     if generator is None:  # rand(generator=None) does not trace with symbolic sizes
-        return torch.rand(shape, device=image.device)
-    return torch.rand(shape, device=image.device, generator=generator)
+        return torch.rand(shape, device=image.device, dtype=torch.float32)
+    return torch.rand(shape, device=image.device, dtype=torch.float32, generator=generator)
+
+
+def _in_ranges(u: torch.Tensor, ranges: torch.Tensor) -> torch.Tensor:
+    """The factors the op makes of float32 uniforms ``u`` ([N, K]) with factor_ranges
+    ``ranges`` ([2, K] float64 of float32 values: low, width): u * width is exact in float64, so
+    addcmul rounds once, as the op's fma."""
+    return torch.addcmul(ranges[0], u.double(), ranges[1]).float()
 
 
 def _permutation_codes(u: torch.Tensor, channels: int, powers: torch.Tensor) -> torch.Tensor:
@@ -123,11 +137,12 @@ class _Photometric(nn.Module):
     ``_params_from``. ``program`` is what its fresh draws run and what it adds to a Compose:
     its stages without those it never applies (ColorJitter's disabled adjustments), with
     parameters from ``_program_params``; a Compose draws the uniforms of all its transforms at
-    once."""
+    once. ``draw_ranges``: the op's factor_ranges for ``_draw``'s params, or None."""
 
     stages: List[int]
     program: List[int]
     uniforms: int
+    draw_ranges: Optional[List[float]]
     dtype: Optional[torch.dtype]
     mean: Optional[List[float]]
     std: Optional[List[float]]
@@ -147,6 +162,7 @@ class _Photometric(nn.Module):
         self.dtype = dtype
         self.mean = None if mean is None else [float(m) for m in mean]
         self.std = None if std is None else [float(s) for s in std]
+        self.draw_ranges = None
 
     def _on_device(self, constants: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
         # A transform's constants live in a buffer that follows the images' device: copied
@@ -158,12 +174,14 @@ class _Photometric(nn.Module):
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
         """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``."""
         stages = self.stages
+        ranges: Optional[List[float]] = None
         if params is None:
             params = self._draw(image)
             stages = self.program
+            ranges = self.draw_ranges
         return torch.ops.gpuaug.photometric(
             image, stages, params["factors"], order=params["order"], apply=params["apply"],
-            dtype=self.dtype, mean=self.mean, std=self.std)
+            dtype=self.dtype, mean=self.mean, std=self.std, factor_ranges=ranges)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         """This transform's draws for ``image``: ``factors``, ``order`` and ``apply``."""
@@ -213,11 +231,13 @@ class ColorJitter(_Photometric):
                          2 * len(active), generator, dtype, mean, std)
         self.enabled = [r is not None for r in ranges]
         self.program = [self.stages[k] for k in active]
-        # rows: low, high - low, of the enabled adjustments
+        # rows: low, high - low, of the enabled adjustments, float32 values (see _in_ranges)
         lows = [ranges[k][0] for k in active]
         scales = [ranges[k][1] - ranges[k][0] for k in active]
         self.register_buffer("constants", torch.tensor([lows, scales], dtype=torch.float32)
-                             .view(2, len(active)), persistent=False)
+                             .view(2, len(active)).double(), persistent=False)
+        if active:  # fresh draws pass their uniforms, which the op maps into these ranges
+            self.draw_ranges = self.constants.flatten().tolist()
         self.register_buffer("active", torch.tensor(active, dtype=torch.long), persistent=False)
         self.register_buffer("apply_row", torch.ones(len(active), dtype=torch.bool),
                              persistent=False)
@@ -228,13 +248,15 @@ class ColorJitter(_Photometric):
         # one row for every sample
         self.constants = self._on_device(self.constants, image)
         self.apply_row = self._on_device(self.apply_row, image)
-        c = self.constants
         m = len(self.program)
-        return _params(torch.addcmul(c[0], u[:, :m], c[1]), u[:, m:], self.apply_row)
+        return _params(_in_ranges(u[:, :m], self.constants), u[:, m:], self.apply_row)
 
     def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        # the uniforms and the factors: two kernels, no argsort's
-        return self._keyed_params(self._uniforms(image), image)
+        # the uniforms alone, the factors' and the keys': one kernel (draw_ranges)
+        self.apply_row = self._on_device(self.apply_row, image)
+        u = self._uniforms(image)
+        m = len(self.program)
+        return _params(u[:, :m], u[:, m:], self.apply_row)
 
     def _program_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         p = self._keyed_params(u, image)
@@ -398,6 +420,7 @@ class Compose(_Photometric):
     bounds: List[int]
     columns: List[int]
     affine: bool
+    affine_ranges: Optional[List[float]]
 
     def __init__(self, transforms: Sequence[_Photometric], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
@@ -470,6 +493,8 @@ class Compose(_Photometric):
                                                             dtype=torch.long), persistent=False)
         self.register_buffer("affine_rows", torch.tensor(rows, dtype=torch.float32)
                              .view(3, len(rows[0])), persistent=False)
+        # the op makes the factors of the uniforms: low and scale as the op's factor_ranges
+        self.affine_ranges = self.affine_rows[:2].flatten().tolist() if self.affine else None
         self.register_buffer("affine_keys", torch.tensor(keys, dtype=torch.float64)
                              .view(2, len(keys[0])), persistent=False)
 
@@ -491,8 +516,8 @@ class Compose(_Photometric):
         g = _rand([_samples(image), self.uniforms], image, None).index_select(
             1, self.affine_columns)
         rows, keys = self.affine_rows, self.affine_keys
-        return _params(torch.addcmul(rows[0], g[:, :k], rows[1]),
-                       torch.addcmul(keys[0], g[:, 2 * k:], keys[1]), g[:, k:2 * k] < rows[2])
+        return _params(g[:, :k], torch.addcmul(keys[0], g[:, 2 * k:], keys[1]),
+                       g[:, k:2 * k] < rows[2])
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self.offsets = self._on_device(self.offsets, image)
@@ -515,16 +540,20 @@ class Compose(_Photometric):
 
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
+        ranges: Optional[List[float]] = None
         if params is None:
             if self.affine and not self._own_generators():
                 params = self._affine_draw(image)
+                ranges = self.affine_ranges
             else:
                 params = self.sample_params(image)
         calls = len(self.bounds) - 1
         if calls == 1:  # the common case: no slicing
             return torch.ops.gpuaug.photometric(
                 image, self.stages, params["factors"], order=params["order"],
-                apply=params["apply"], dtype=self.dtype, mean=self.mean, std=self.std)
+                apply=params["apply"], dtype=self.dtype, mean=self.mean, std=self.std,
+                factor_ranges=ranges)
+        k = len(self.stages)
         out = image
         for i in range(calls):
             first, end = self.bounds[i], self.bounds[i + 1]
@@ -532,9 +561,12 @@ class Compose(_Photometric):
             order = params["order"][:, first:end]
             if not order.is_floating_point():  # a permutation of this call's slots
                 order = order - first
+            call_ranges: Optional[List[float]] = None
+            if ranges is not None:
+                call_ranges = ranges[first:end] + ranges[k + first:k + end]
             out = torch.ops.gpuaug.photometric(
                 out, self.stages[first:end], params["factors"][:, first:end],
                 order=order, apply=params["apply"][:, first:end],
                 dtype=self.dtype if last else None, mean=self.mean if last else None,
-                std=self.std if last else None)
+                std=self.std if last else None, factor_ranges=call_ranges)
         return out

@@ -8,6 +8,7 @@
 
 #include <gpuaug/ops.h>
 
+#include <cmath>
 #include <vector>
 
 #include "gpuaug_testing.h"
@@ -26,8 +27,8 @@ TEST(Photometric, SchemasAreRegistered) {
   ASSERT_TRUE(forward.has_value());
   EXPECT_EQ(c10::toString(forward->schema()),
             "gpuaug::photometric(Tensor image, int[] stages, Tensor factors, *, Tensor? order=None, "
-            "Tensor? apply=None, ScalarType? dtype=None, float[]? mean=None, float[]? std=None) -> "
-            "Tensor");
+            "Tensor? apply=None, ScalarType? dtype=None, float[]? mean=None, float[]? std=None, "
+            "float[]? factor_ranges=None) -> Tensor");
   const auto backward = dispatcher.findSchema({"gpuaug::_photometric_backward", ""});
   ASSERT_TRUE(backward.has_value());
   EXPECT_TRUE(forward->hasKernelForDispatchKey(c10::DispatchKey::CPU));
@@ -59,6 +60,52 @@ TEST(Photometric, PerSampleProgramsMatchTheirDefinitions) {
   torch::manual_seed(1);
   const at::Tensor x = torch::rand({3, 3, 5, 7}, torch::kDouble);
   EXPECT_TRUE(nearly_equal(run(x, Program{}), expected(x, Program{}), 0, 1e-12));
+}
+
+// Uniforms in per-slot ranges: the factors fma(width, u, low) would be, in float64 (u as the
+// compute type holds it) and then float32 (its gradient too, through the backward op).
+TEST(Photometric, FactorRangesMapUniformsToFactors) {
+  torch::manual_seed(5);
+  const std::vector<double> ranges = {0.5, 0.0, 0.75, 0.0};  // brightness in [0.5, 1.25)
+  Program ranged;
+  ranged.factors = torch::rand({3, 2}, torch::kDouble);
+  for (const auto dtype : {torch::kDouble, torch::kFloat}) {
+    Program want = ranged;
+    want.factors = ranged.factors.clone();
+    auto factors = want.factors.accessor<double, 2>();
+    for (int n = 0; n < 3; ++n) {
+      for (int k = 0; k < 2; ++k) {
+        const double u = dtype == torch::kFloat ? static_cast<float>(factors[n][k]) : factors[n][k];
+        const double f = std::fma(ranges[2 + k], u, ranges[k]);
+        factors[n][k] = static_cast<float>(f);
+      }
+    }
+    const at::Tensor x = torch::rand({3, 3, 5, 7}, dtype).requires_grad_();
+    const at::Tensor x_want = x.detach().clone().requires_grad_();
+    const at::Tensor out = gpuaug::photometric(x, {kBrightness, kInvert}, ranged.factors,
+                                               ranged.order, ranged.apply, std::nullopt,
+                                               std::nullopt, std::nullopt, ranges);
+    const at::Tensor out_want = run(x_want, want);
+    EXPECT_TRUE(torch::equal(out, out_want));
+    out.sum().backward();
+    out_want.sum().backward();
+    EXPECT_TRUE(torch::equal(x.grad(), x_want.grad()));
+  }
+  const at::Tensor image = torch::rand({2, 3, 4, 4});
+  EXPECT_THAT(error_of([&] {
+                gpuaug::photometric(image, {1}, torch::ones({1}), std::nullopt, std::nullopt,
+                                    std::nullopt, std::nullopt, std::nullopt,
+                                    std::vector<double>{0.5});
+              }),
+              HasSubstr("gpuaug::photometric: expected 'factor_ranges' of length 2 (each slot's "
+                        "low, then each slot's width), but got 1"));
+  EXPECT_THAT(error_of([&] {
+                gpuaug::photometric(image, {1}, torch::ones({1}), std::nullopt, std::nullopt,
+                                    std::nullopt, std::nullopt, std::nullopt,
+                                    std::vector<double>{-2.0, 1.0});
+              }),
+              HasSubstr("gpuaug::photometric: expected the brightness factor (slot 0) >= 0, but "
+                        "got -1"));
 }
 
 TEST(Photometric, AutocontrastStretchesEachChannel) {
@@ -112,6 +159,13 @@ TEST(Photometric, CudaMatchesCpu) {
   const at::Tensor x = torch::rand({3, 3, 17, 23}).contiguous(at::MemoryFormat::ChannelsLast);
   const Program p;
   EXPECT_TRUE(nearly_equal(run(x.cuda(), p).cpu(), run(x, p), 0, 1e-6));
+  const std::vector<double> ranges = {0.5, 0.0, 0.75, 0.0};
+  const auto ranged = [&](const at::Tensor& image) {
+    return gpuaug::photometric(image, {kBrightness, kInvert}, p.factors.to(image.device()),
+                               p.order.to(image.device()), p.apply.to(image.device()),
+                               std::nullopt, std::nullopt, std::nullopt, ranges);
+  };
+  EXPECT_TRUE(nearly_equal(ranged(x.cuda()).cpu(), ranged(x), 0, 1e-6));
 }
 
 }  // namespace

@@ -355,16 +355,18 @@ def test_broadcast_and_sliced_rows(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float64])
 @pytest.mark.parametrize("enabled", [(0.4, 0.4, 0.4, 0.1), (0.4, None, 0.4, 0.1),
                                      (None, 0.3, None, 0.2), (None, None, None, 0.1)])
-def test_jitter_fresh_draws_replay(enabled, device):
-    """ColorJitter's own draws (its order given to the op as keys) are sample_params' with the
-    same generator state: the two calls agree exactly."""
-    image = make_image([16, 3, 7, 9], torch.uint8, device, seed=14)
+def test_jitter_fresh_draws_replay(enabled, dtype, device):
+    """ColorJitter's own draws (its uniforms given to the op with their ranges, its order as
+    keys) are sample_params' with the same generator state: the two calls agree exactly."""
+    image = make_image([16, 3, 7, 9], dtype, device, seed=14)
 
     def jitter():
         return T.ColorJitter(*enabled, generator=torch.Generator(device=device).manual_seed(4),
-                             dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3)
+                             dtype=torch.float32 if dtype == torch.uint8 else None,
+                             mean=[0.5] * 3, std=[0.25] * 3)
     params = jitter().sample_params(image)
     assert params["order"].dtype == torch.int64 and params["apply"].shape == (16, 4)
     assert torch.equal(jitter()(image), jitter()(image, params))
@@ -419,6 +421,49 @@ def test_jitter_program_without_disabled(device):
     assert params["factors"].shape == (32, 4)
     expected = torchvision_batch(image, compose.stages, params)
     assert_matches_torchvision(compose(image, params), expected, torch.uint8)
+
+
+def fma_reference(width, u, low):
+    """fma(width, u, low) rounded once to float64, from exact rationals."""
+    from fractions import Fraction
+    return float(Fraction(width) * Fraction(u) + Fraction(low))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
+@pytest.mark.parametrize("u_dtype", [torch.float32, torch.float64])
+def test_factor_ranges(u_dtype, dtype, device):
+    """With factor_ranges the factors are uniforms, slot k's factor fma(width, u, low) in float64
+    (from u as the compute type holds it: float32, float64 for float64 images), then rounded to
+    float32: the op's output and gradient are those of the factors so made. Widths of 53 bits
+    make the single rounding matter."""
+    stages = [Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE]
+    image = make_image([6, 3, 5, 7], dtype, device, seed=31)
+    g = torch.Generator().manual_seed(32)
+    u = torch.rand([6, 4], generator=g, dtype=u_dtype)
+    order = torch.rand([6, 4], generator=g).to(device)
+    lows, widths = [0.6, 0.55, 0.7, -0.1], [0.8, 0.9 + 2.0 ** -40, 0.3 / 7, 0.2]
+    compute = torch.float64 if dtype == torch.float64 else torch.float32
+    u_seen = u.to(compute).double().tolist()
+    factors = torch.tensor([[fma_reference(widths[k], row[k], lows[k]) for k in range(4)]
+                            for row in u_seen], dtype=torch.float64).float()
+    ranged = gpuaug.photometric(image, stages, u.to(device), order=order,
+                                factor_ranges=lows + widths)
+    assert torch.equal(ranged, gpuaug.photometric(image, stages, factors.to(device), order=order))
+    if dtype == torch.float64:
+        x = image.clone().requires_grad_()
+        gpuaug.photometric(x, stages, u.to(device), order=order,
+                           factor_ranges=lows + widths).sum().backward()
+        y = image.clone().requires_grad_()
+        gpuaug.photometric(y, stages, factors.to(device), order=order).sum().backward()
+        assert torch.equal(x.grad, y.grad)
+    with pytest.raises(RuntimeError, match=r"gpuaug::photometric: expected 'factor_ranges' of "
+                       r"length 8 \(each slot's low, then each slot's width\), but got 3"):
+        gpuaug.photometric(image, stages, u.to(device), factor_ranges=[0.5, 1.0, 2.0])
+    if device == "cpu":  # the made factors' values are checked where they are on the CPU
+        with pytest.raises(RuntimeError, match=r"expected the hue factor \(slot 3\) in "
+                           r"\[-0.5, 0.5\], but got"):
+            gpuaug.photometric(image, stages, u, factor_ranges=lows[:3] + [0.4] + widths)
 
 
 def test_jitter_ranges_as_torchvision():
@@ -480,8 +525,10 @@ def opcheck_args(device):
 @pytest.mark.parametrize("keys", [False, True])
 def test_opcheck(keys, device):
     args, kwargs = opcheck_args(device)
-    if keys:  # the order as floating keys, and one apply row for every sample
+    if keys:  # the order as floating keys, one apply row for every sample, uniforms in ranges
         kwargs["order"], kwargs["apply"] = torch.rand_like(args[2]), kwargs["apply"][0]
+        args = (args[0], args[1], torch.rand_like(args[2]))
+        kwargs["factor_ranges"] = [0.6, 0.6, 0.6, -0.1, 0.8, 0.8, 0.8, 0.2]
     torch.library.opcheck(torch.ops.gpuaug.photometric.default, args, kwargs,
                           test_utils=("test_schema", "test_faketensor",
                                       "test_aot_dispatch_static", "test_aot_dispatch_dynamic"))
@@ -601,6 +648,10 @@ def test_resident_images(name, out_dtype, channels_last):
                    kernel_names(lambda: transform(image[:4], {k: v[:4] for k, v in
                                                               params.items()})))
     assert torch.equal(whole, pieces)
+    torch.manual_seed(33)  # fresh draws: the uniforms with their ranges (factor_ranges)
+    fresh = transform(image)
+    torch.manual_seed(33)
+    assert torch.equal(fresh, transform(image, transform.sample_params(image)))
     few = slice(0, 6)
     expected = torchvision_batch(image[few], transform.stages,
                                  {k: v[few] for k, v in params.items()})

@@ -54,7 +54,9 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
 // output conversion alone); factors ([K] or [N, K], K = stages.size()) their parameters; order
 // ([K] or [N, K]) the order each sample runs its slots in, as int64 permutations of 0..K-1 or as
 // floating keys (ascending, ties by slot: argsort(keys, stable=True)); apply ([K] or [N, K]
-// bool) which of them it runs. The image is
+// bool) which of them it runs; with factor_ranges (2K values: each slot's low, then each slot's
+// width) factors are uniforms u, slot k's factor fma(width[k], u, low[k]) in float64 (u as the
+// compute type holds it: float32, float64 for a float64 image), rounded to float32. The image is
 // [C, H, W], [N, C, H, W] or [N, T, C, H, W] with C 1 or 3, uint8 or floating; `dtype` converts
 // the output as to_dtype(scale=True), then mean / std normalise it. Differentiable in a floating
 // image with a floating output (not in the factors, nor through autocontrast or equalize).
@@ -63,7 +65,8 @@ at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const a
                        const std::optional<at::Tensor>& apply = std::nullopt,
                        std::optional<at::ScalarType> dtype = std::nullopt,
                        std::optional<c10::ArrayRef<double>> mean = std::nullopt,
-                       std::optional<c10::ArrayRef<double>> stddev = std::nullopt);
+                       std::optional<c10::ArrayRef<double>> stddev = std::nullopt,
+                       std::optional<c10::ArrayRef<double>> factor_ranges = std::nullopt);
 
 // A user-defined element-wise operator, compiled at run time by NVRTC for the GPU in use (CUDA
 // tensors only): `expression` is a CUDA C++ expression of the inputs, named by `names` in order
