@@ -137,7 +137,12 @@ class _Photometric(nn.Module):
     ``_params_from``. ``program`` is what its fresh draws run and what it adds to a Compose:
     its stages without those it never applies (ColorJitter's disabled adjustments), with
     parameters from ``_program_params``; a Compose draws the uniforms of all its transforms at
-    once. ``draw_ranges``: the op's factor_ranges for ``_draw``'s params, or None."""
+    once. ``draw_ranges``: the op's factor_ranges for ``_draw``'s params, or None.
+
+    A transform's constants live in buffers that follow the images' device: moved there once (the
+    warm-up before a CUDA graph capture), not rebuilt from host values on every call (each a
+    kernel, or a host-to-device copy a capture cannot hold), and assigned only when they move
+    (torch.export takes an assignment in forward for a buffer mutation)."""
 
     stages: List[int]
     program: List[int]
@@ -163,12 +168,6 @@ class _Photometric(nn.Module):
         self.mean = None if mean is None else [float(m) for m in mean]
         self.std = None if std is None else [float(s) for s in std]
         self.draw_ranges = None
-
-    def _on_device(self, constants: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
-        # A transform's constants live in a buffer that follows the images' device: copied
-        # there once (the warm-up before a CUDA graph capture), not rebuilt from host values on
-        # every call (each a kernel, or a host-to-device copy a capture cannot hold).
-        return constants if constants.device == image.device else constants.to(image.device)
 
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
@@ -246,14 +245,17 @@ class ColorJitter(_Photometric):
     def _keyed_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         # the program's factors, its order as the keys it sorts (the op ranks them), apply as
         # one row for every sample
-        self.constants = self._on_device(self.constants, image)
-        self.apply_row = self._on_device(self.apply_row, image)
+        if self.constants.device != image.device:
+            self.constants = self.constants.to(image.device)
+        if self.apply_row.device != image.device:
+            self.apply_row = self.apply_row.to(image.device)
         m = len(self.program)
         return _params(_in_ranges(u[:, :m], self.constants), u[:, m:], self.apply_row)
 
     def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         # the uniforms alone, the factors' and the keys': one kernel (draw_ranges)
-        self.apply_row = self._on_device(self.apply_row, image)
+        if self.apply_row.device != image.device:
+            self.apply_row = self.apply_row.to(image.device)
         u = self._uniforms(image)
         m = len(self.program)
         return _params(u[:, :m], u[:, m:], self.apply_row)
@@ -267,8 +269,10 @@ class ColorJitter(_Photometric):
         # the program's draws spread over the four adjustments; a disabled one's key, 2, sorts
         # it after every uniform
         p = self._keyed_params(u, image)
-        self.active = self._on_device(self.active, image)
-        self.enabled_row = self._on_device(self.enabled_row, image)
+        if self.active.device != image.device:
+            self.active = self.active.to(image.device)
+        if self.enabled_row.device != image.device:
+            self.enabled_row = self.enabled_row.to(image.device)
         n = u.shape[0]
         factors = p["factors"].new_zeros([n, 4]).index_copy_(1, self.active, p["factors"])
         keys = p["order"].new_full([n, 4], 2.0).index_copy_(1, self.active, p["order"])
@@ -292,8 +296,10 @@ class _RandomApply(_Photometric):
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self._check(image)
-        self.factor_row = self._on_device(self.factor_row, image)
-        self.order_row = self._on_device(self.order_row, image)
+        if self.factor_row.device != image.device:
+            self.factor_row = self.factor_row.to(image.device)
+        if self.order_row.device != image.device:
+            self.order_row = self.order_row.to(image.device)
         n = u.shape[0]
         return _params(self.factor_row.expand(n, 1), self.order_row.expand(n, 1), u < self.p)
 
@@ -365,9 +371,12 @@ class RandomChannelPermutation(_Photometric):
         self.register_buffer("apply_row", torch.ones(1, dtype=torch.bool), persistent=False)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        self.powers = self._on_device(self.powers, image)
-        self.order_row = self._on_device(self.order_row, image)
-        self.apply_row = self._on_device(self.apply_row, image)
+        if self.powers.device != image.device:
+            self.powers = self.powers.to(image.device)
+        if self.order_row.device != image.device:
+            self.order_row = self.order_row.to(image.device)
+        if self.apply_row.device != image.device:
+            self.apply_row = self.apply_row.to(image.device)
         n = u.shape[0]
         factors = _permutation_codes(u, image.shape[-3], self.powers)
         return _params(factors, self.order_row.expand(n, 1), self.apply_row.expand(n, 1))
@@ -397,8 +406,10 @@ class RandomPhotometricDistort(_Photometric):
                              persistent=False)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        self.constants = self._on_device(self.constants, image)
-        self.orders = self._on_device(self.orders, image)
+        if self.constants.device != image.device:
+            self.constants = self.constants.to(image.device)
+        if self.orders.device != image.device:
+            self.orders = self.orders.to(image.device)
         c = self.constants
         factors = torch.cat([torch.addcmul(c[0], u[:, :4], c[1]),
                              _permutation_codes(u[:, 4:7], image.shape[-3], c[2, :3])], dim=1)
@@ -509,9 +520,12 @@ class Compose(_Photometric):
         # the order as float64 keys (exact: index + a float32 uniform), which the op ranks
         for t in self.transforms:
             t._check(image)
-        self.affine_columns = self._on_device(self.affine_columns, image)
-        self.affine_rows = self._on_device(self.affine_rows, image)
-        self.affine_keys = self._on_device(self.affine_keys, image)
+        if self.affine_columns.device != image.device:
+            self.affine_columns = self.affine_columns.to(image.device)
+        if self.affine_rows.device != image.device:
+            self.affine_rows = self.affine_rows.to(image.device)
+        if self.affine_keys.device != image.device:
+            self.affine_keys = self.affine_keys.to(image.device)
         k = len(self.stages)
         g = _rand([_samples(image), self.uniforms], image, None).index_select(
             1, self.affine_columns)
@@ -520,7 +534,8 @@ class Compose(_Photometric):
                        g[:, k:2 * k] < rows[2])
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        self.offsets = self._on_device(self.offsets, image)
+        if self.offsets.device != image.device:
+            self.offsets = self.offsets.to(image.device)
         factors: List[torch.Tensor] = []
         orders: List[torch.Tensor] = []
         applies: List[torch.Tensor] = []

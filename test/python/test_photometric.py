@@ -556,6 +556,30 @@ def test_opcheck_other_reductions(stage, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_export_dynamic_batch(device):
+    """torch.export of ColorJitter + Normalize replaying given parameters, with a dynamic batch."""
+    jitter = T.ColorJitter(0.4, 0.4, 0.4, 0.1, dtype=torch.float32, mean=[0.5] * 3,
+                           std=[0.25] * 3)
+
+    class Replay(torch.nn.Module):
+        def forward(self, image, factors, order, apply):
+            return jitter(image, {"factors": factors, "order": order, "apply": apply})
+
+    image = make_image([4, 3, 9, 11], torch.uint8, device, seed=40)
+    batch = torch.export.Dim("batch", min=2)
+    params = jitter.sample_params(image)
+    program = torch.export.export(
+        Replay(), (image, params["factors"], params["order"], params["apply"]),
+        dynamic_shapes=({0: batch}, {0: batch}, {0: batch}, {0: batch}))
+    assert torch.ops.gpuaug.photometric.default in {n.target for n in program.graph.nodes}
+    for n in (4, 7):
+        image = make_image([n, 3, 9, 11], torch.uint8, device, seed=41 + n)
+        params = jitter.sample_params(image)
+        assert torch.equal(program.module()(image, params["factors"], params["order"],
+                                            params["apply"]), jitter(image, params))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_compile_dynamic_batch(device, fresh_dynamo):
     # two calls of the op: contrast's reduction, then equalize's histograms
     transform = T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(),
@@ -586,6 +610,25 @@ def test_compile_draws_inside(name, device, fresh_dynamo):
     compiled = torch.compile(transform, fullgraph=True)
     out = compiled(make_image([4, 3, 8, 8], torch.uint8, device, seed=9))
     assert out.shape == (4, 3, 8, 8) and out.dtype == torch.uint8
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(fresh_draw_transforms()))
+def test_export_draws_inside(name, device):
+    """torch.export of a transform drawing fresh parameters (torch.rand, then the op, given the
+    uniforms' factor_ranges where the transform has them): the same draws and values as eager
+    for the same generator state, at another batch size too."""
+    transform = fresh_draw_transforms()[name]
+    image = make_image([4, 3, 9, 11], torch.uint8, device, seed=45)
+    batch = torch.export.Dim("batch", min=2)
+    program = torch.export.export(transform, (image,), dynamic_shapes=({0: batch},))
+    assert torch.ops.gpuaug.photometric.default in {n.target for n in program.graph.nodes}
+    for n in (4, 6):
+        image = make_image([n, 3, 9, 11], torch.uint8, device, seed=46 + n)
+        torch.manual_seed(n)
+        drawn = program.module()(image)
+        torch.manual_seed(n)
+        assert torch.equal(drawn, transform(image))
 
 
 @requires_cuda
