@@ -36,8 +36,8 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 // compiled for this one from its PTX, waits for nothing.
 template <auto kernel>
 bool hopper_code() {
-  static PerDevice<bool> waits;
-  return waits.get([] {
+  static PerDevice<bool> compiled_for_hopper;
+  return compiled_for_hopper.get([] {
     cudaFuncAttributes attributes;
     C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
     return attributes.ptxVersion >= 90;

@@ -992,7 +992,7 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         constexpr auto kernel = resident_transform<C, T, out_t, P, V, kInterleaved>;
         static PerDevice<int> max_bytes;
         const bool hopper_here = hopper_code<kernel>();
-        const int split = hopper_here ? 2 : 1;
+        const int split = hopper_here ? kMaxSplit : 1;
         const int64_t runs = cg.pixels / V, part_runs = ceil_div(runs, int64_t{split});
         const int64_t bytes = C * part_runs * V * static_cast<int64_t>(sizeof(T));
         if (wide && program.reduction && part_runs * (split - 1) < runs &&
