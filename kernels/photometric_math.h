@@ -382,24 +382,30 @@ C10_HOST_DEVICE inline int equalize_bin(P v) {
   return small_int(scaled_to_u8<T>(v));
 }
 
-// One channel's table from its histogram, as torchvision's equalize (PIL's scheme): the
-// cumulative histogram before each value, plus half a step, over the step (the pixels that are
-// not of the largest value present, / 255); the identity where the step is 0.
+// Equalize's table as torchvision's (PIL's scheme): value k maps to the pixels below it, plus
+// half a step, over the step (the pixels that are not of the largest value present, / 255); the
+// table is the identity where the step is 0.
+C10_HOST_DEVICE inline int64_t equalize_step(int64_t pixels, int64_t largest_value_pixels) {
+  return (pixels - largest_value_pixels) / 255;
+}
+
+C10_HOST_DEVICE inline uint8_t equalized(int k, int64_t below, int64_t step) {
+  if (step == 0) return static_cast<uint8_t>(k);
+  const int64_t v = (below + step / 2) / step;
+  return static_cast<uint8_t>(v < 255 ? v : 255);
+}
+
+// One channel's table from its histogram, value by value.
 C10_HOST_DEVICE inline void equalize_table(const int64_t* histogram, uint8_t* table) {
   int largest = kBins - 1;
   while (largest > 0 && histogram[largest] == 0) --largest;
   int64_t pixels = 0;
   for (int k = 0; k < kBins; ++k) pixels += histogram[k];
-  const int64_t step = (pixels - histogram[largest]) / 255;
-  int64_t before = 0;
+  const int64_t step = equalize_step(pixels, histogram[largest]);
+  int64_t below = 0;
   for (int k = 0; k < kBins; ++k) {
-    if (step == 0) {
-      table[k] = static_cast<uint8_t>(k);
-      continue;
-    }
-    const int64_t v = (before + step / 2) / step;
-    table[k] = static_cast<uint8_t>(v < 255 ? v : 255);
-    before += histogram[k];
+    table[k] = equalized(k, below, step);
+    below += histogram[k];
   }
 }
 
