@@ -389,9 +389,11 @@ C10_HOST_DEVICE inline int64_t equalize_step(int64_t pixels, int64_t largest_val
   return (pixels - largest_value_pixels) / 255;
 }
 
+// Division is Count's: uint32_t where below + step < 2^32, else int64_t.
+template <typename Count = int64_t>
 C10_HOST_DEVICE inline uint8_t equalized(int k, int64_t below, int64_t step) {
   if (step == 0) return static_cast<uint8_t>(k);
-  const int64_t v = (below + step / 2) / step;
+  const Count v = static_cast<Count>(below + step / 2) / static_cast<Count>(step);
   return static_cast<uint8_t>(v < 255 ? v : 255);
 }
 
