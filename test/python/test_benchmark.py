@@ -36,6 +36,21 @@ def test_cpu_time_is_the_call_time():
     assert 2.0 <= timing.gpu_ms < 20 and timing.host_ms == timing.gpu_ms
 
 
+def test_random_programs_take_the_mean_of_one_seeded_sequence():
+    # A call that takes 1 ms or 6 ms by a coin flip: the median of its times is one of the two
+    # (which one, from run to run, as the flips fall); the mean is their mix, and both sides
+    # of the case see the same flips.
+    def coin_flip(*args):
+        time.sleep((6.0 if torch.rand(()) < 0.5 else 1.0) * 1e-3)
+
+    case = harness.Case("coin", (1,), torch.float32, lambda: (), coin_flip, coin_flip, "coin", None,
+                        rotate_inputs=False, random_programs=True)
+    result = harness.measure(case, torch.device("cpu"), 1.0, warmup=1, runs=8)
+    assert result["statistic"] == "mean"
+    assert 2.0 < result["time_ms"] < 5.0
+    assert result["ratio"] == pytest.approx(1.0, rel=0.2)
+
+
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 def test_gpu_time_excludes_a_slow_host():
     # A call that spends 1 ms on the host and about 0.02 ms on the GPU: the hold grows to cover

@@ -37,6 +37,11 @@ class Case:
     # the pace of a steady stream of calls, host included (what a training loop sees).
     hold_gpu: bool = True
     rotate_inputs: bool = True  # several input sets, so that none is found in L2
+    # Calls whose work depends on random choices (torchvision's coin flips, one per batch) take
+    # times of several programs: the median jumps between them from run to run. Such a case is
+    # timed as the mean over four times the runs, from one seed, for both sides: what a training
+    # loop pays per batch, and the same draws in every run.
+    random_programs: bool = False
 
 
 Factory = Callable[[int, torch.device], Sequence[Case]]
@@ -77,8 +82,9 @@ HOLD_US_PER_CALL = 30
 
 @dataclasses.dataclass
 class Timing:
-    gpu_ms: float   # median time of one call between CUDA events (the host clock on a CPU)
-    host_ms: float  # median time the host took to launch one call (and, for a call that
+    # The median (with Case.random_programs, the mean) over the runs of:
+    gpu_ms: float   # the time of one call between CUDA events (the host clock on a CPU)
+    host_ms: float  # the time the host took to launch one call (and, for a call that
     # synchronises with the GPU, to wait for it: the hold then lengthens that wait)
 
 
@@ -88,18 +94,20 @@ def median_ms(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch
 
 
 def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.device,
-          warmup: int, runs: int, latency: bool = False, hold_gpu: bool = True) -> Timing:
-    """Median time of one call, from CUDA events on a GPU (the host clock on a CPU), and the
-    host's time to launch it. Each sample times a burst of calls lasting about half a
-    millisecond, queued behind a kernel that holds the GPU until the host has enqueued them all
-    (nvbench's blocking kernel), so that the number is the GPU's time per call, not the host's:
-    on an H100's host, launching a call took 15-27 us that the GPU ran in 15 us. The hold is
-    HOLD_US_PER_CALL per call of the burst, or longer where a calibration burst took the host
-    longer (draws of random parameters, a Python loop, the autograd engine), so that such calls
-    too are timed at the GPU's pace; their host time is reported beside. With `latency`, single
-    synchronised calls instead; without `hold_gpu`, no hold: the pace of a steady stream, each
-    burst timed from the end of the one before (a burst's own start would leave out the host's
-    time to launch its first call, and add the GPU's tail after its last)."""
+          warmup: int, runs: int, latency: bool = False, hold_gpu: bool = True,
+          mean: bool = False) -> Timing:
+    """Median (with `mean`, mean) time of one call, from CUDA events on a GPU (the host clock on
+    a CPU), and the host's time to launch it. Each sample times a burst of calls lasting about
+    half a millisecond, queued behind a kernel that holds the GPU until the host has enqueued
+    them all (nvbench's blocking kernel), so that the number is the GPU's time per call, not the
+    host's: on an H100's host, launching a call took 15-27 us that the GPU ran in 15 us. The
+    hold is HOLD_US_PER_CALL per call of the burst, or longer where a calibration burst took the
+    host longer (draws of random parameters, a Python loop, the autograd engine), so that such
+    calls too are timed at the GPU's pace; their host time is reported beside. With `latency`,
+    single synchronised calls instead; without `hold_gpu`, no hold: the pace of a steady stream,
+    each burst timed from the end of the one before (a burst's own start would leave out the
+    host's time to launch its first call, and add the GPU's tail after its last)."""
+    average = statistics.mean if mean else statistics.median
     for i in range(warmup):
         fn(*sets[i % len(sets)])
     if device.type != "cuda":
@@ -108,7 +116,7 @@ def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.dev
             t0 = time.perf_counter()
             fn(*sets[i % len(sets)])
             times.append((time.perf_counter() - t0) * 1e3)
-        return Timing(statistics.median(times), statistics.median(times))
+        return Timing(average(times), average(times))
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -147,7 +155,7 @@ def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.dev
             end.synchronize()
     torch.cuda.synchronize()
     times = [start.elapsed_time(end) / burst for start, end in events]
-    return Timing(statistics.median(times), statistics.median(host))
+    return Timing(average(times), average(host))
 
 
 def gbps(nbytes: int, ms: float) -> float:
@@ -164,9 +172,15 @@ def copy_bandwidth(numel: int, device: torch.device, warmup: int, runs: int) -> 
 
 def measure(case: Case, device: torch.device, copy_gbps: float, warmup: int, runs: int) -> dict:
     sets = input_sets(case.make_inputs, device) if case.rotate_inputs else [case.make_inputs()]
-    timing = dict(latency=case.latency, hold_gpu=case.hold_gpu)
-    ours = timed(case.ours, sets, device, warmup, runs, **timing)
-    base = timed(case.baseline, sets, device, warmup, runs, **timing)
+    timing = dict(latency=case.latency, hold_gpu=case.hold_gpu, mean=case.random_programs)
+    if case.random_programs:
+        runs *= 4
+    timings = []
+    for fn in (case.ours, case.baseline):
+        if case.random_programs:
+            torch.manual_seed(0)
+        timings.append(timed(fn, sets, device, warmup, runs, **timing))
+    ours, base = timings
     ours_ms, base_ms = ours.gpu_ms, base.gpu_ms
     ours_gbps = None if case.bytes_moved is None else gbps(case.bytes_moved, ours_ms)
     return {
@@ -182,6 +196,7 @@ def measure(case: Case, device: torch.device, copy_gbps: float, warmup: int, run
         "baseline_time_ms": base_ms,
         "baseline_host_ms": base.host_ms,
         "ratio": base_ms / ours_ms,
+        "statistic": "mean" if case.random_programs else "median",
     }
 
 
