@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=size, default=2**28,
                         help="elements per tensor (default 2^28: 1 GiB of float32)")
     parser.add_argument("--quick", action="store_true", help="2^24 elements and fewer runs")
-    parser.add_argument("--runs", type=int, default=50, help="timed runs per op (median)")
+    parser.add_argument("--runs", type=int, default=50,
+                        help="timed runs per op (median; cases that flip coins: the mean of 4x)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--only", nargs="+", metavar="NAME", help="cases (and reports) whose name starts so")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
