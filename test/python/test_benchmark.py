@@ -47,7 +47,7 @@ def test_random_programs_take_the_mean_of_one_seeded_sequence():
                         rotate_inputs=False, random_programs=True)
     result = harness.measure(case, torch.device("cpu"), 1.0, warmup=1, runs=8)
     assert result["statistic"] == "mean"
-    assert 2.0 < result["time_ms"] < 5.0
+    assert 2.0 < result["time_ms"] < 5.5
     assert result["ratio"] == pytest.approx(1.0, rel=0.2)
 
 
