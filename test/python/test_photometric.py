@@ -10,7 +10,7 @@ except ImportError:
 import gpuaug
 from gpuaug import Stage
 from gpuaug import transforms as T
-from gpuaug_testing import DEVICES, requires_cuda
+from gpuaug_testing import DEVICES, requires_cuda, requires_two_gpus
 
 requires_torchvision = pytest.mark.skipif(
     F is None, reason="torchvision is not installed (none may be released for this PyTorch yet)")
@@ -706,6 +706,63 @@ def test_resident_images(name, out_dtype, channels_last):
         diff = (whole[few].cpu().double() - expected.double()).abs()
         assert (diff > 1e-5).double().mean().item() < 1e-3
         assert diff.max().item() <= 1 / 255 / 0.2 + 1e-5
+
+
+@requires_torchvision
+@requires_two_gpus
+@pytest.mark.parametrize("name", ["ColorJitter", "RandomAutocontrast", "RandomEqualize"])
+def test_second_gpu(name):
+    """A batch on cuda:1 while cuda:0 is current runs on cuda:1, on its current stream (a side
+    stream here), drawing from a cuda:1 generator. The resident kernel's shared-memory opt-in,
+    Hopper check and occupancy are set up per device (cuda:1's first call may come before
+    cuda:0's): the whole batch takes it on both GPUs, four images the two-pass kernels, all with
+    the same values (uint8 sums are exact in any order), torchvision's."""
+    sms = min(torch.cuda.get_device_properties(d).multi_processor_count for d in (0, 1))
+    image = make_image([2 * sms, 3, 150, 156], torch.uint8, "cpu", seed=41)
+    g = torch.Generator(device="cuda:1").manual_seed(43)
+    jitter = T.ColorJitter(0.4, 0.4 if name == "ColorJitter" else 0, 0.4, 0.1, generator=g)
+    transform = T.Compose([T.RandomSolarize(100.0, generator=g), jitter, *{
+        "ColorJitter": [], "RandomAutocontrast": [T.RandomAutocontrast(0.8, generator=g)],
+        "RandomEqualize": [T.RandomEqualize(0.8, generator=g)]}[name]])
+    on = {d: image.to(d) for d in ("cuda:1", "cuda:0")}
+    with torch.cuda.device(0):
+        params = transform.sample_params(on["cuda:1"])
+        assert {p.device for p in params.values()} == {torch.device("cuda:1")}
+        side = torch.cuda.Stream(device="cuda:1")  # cuda:1's current stream: busy, not default
+        side.wait_stream(torch.cuda.current_stream("cuda:1"))
+        with torch.cuda.stream(side):
+            names = kernel_names(lambda: (transform(on["cuda:1"], params),
+                                          torch.cuda.synchronize("cuda:1")))
+            whole = transform(on["cuda:1"], params)
+        torch.cuda.current_stream("cuda:1").wait_stream(side)
+        assert whole.device == torch.device("cuda:1")
+        assert any("resident_transform" in k for k in names)
+        pieces = transform(on["cuda:1"][:4], {k: v[:4] for k, v in params.items()})
+        on_first = transform(on["cuda:0"], {k: v.to("cuda:0") for k, v in params.items()})
+    assert torch.equal(pieces, whole[:4])
+    assert torch.equal(on_first.cpu(), whole.cpu())
+    expected = torchvision_batch(image[:6], transform.stages, {k: v[:6] for k, v in params.items()})
+    assert_matches_torchvision(whole[:6], expected, torch.uint8)
+    with pytest.raises(RuntimeError, match="expected 'factors' on cuda:1 like 'image', but got cuda:0"):
+        gpuaug.photometric(on["cuda:1"], [1], torch.ones(1, device="cuda:0"))
+
+
+@requires_two_gpus
+def test_second_gpu_backward():
+    """The float32 backward on cuda:1 (cuda:0 current) gives the CPU kernel's gradient."""
+    image = make_image([4, 3, 16, 24], torch.float32, "cpu", seed=45)
+    transform = T.ColorJitter(0.4, 0.4, 0.4, 0.0)
+    params = transform.sample_params(image)
+    grad = torch.randn(image.shape, generator=torch.Generator().manual_seed(46))
+
+    def image_grad(device):
+        x = image.to(device).requires_grad_()
+        out = transform(x, {k: v.to(device) for k, v in params.items()})
+        return torch.autograd.grad(out, [x], grad.to(device))[0]
+    with torch.cuda.device(0):
+        got = image_grad("cuda:1")
+    assert got.device == torch.device("cuda:1")
+    torch.testing.assert_close(got.cpu(), image_grad("cpu"), atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
