@@ -55,13 +55,23 @@ C10_HOST_DEVICE inline bool in01(P v) {
   return v >= P(0) && v <= P(1);
 }
 
-// z ^ g for z in [0, 1] as exp2(g * log2(z)): on the GPU, under --use_fast_math, two special
-// function unit instructions, which is what keeps the kernel memory-bound (a full-precision powf
-// is not). log2(0) = -inf gives the right limits for g != 0; only g == 0 (pow(0, 0) == 1) needs
-// spelling out.
+// z ^ g for z in [0, 1] as exp2(g * log2(z)): on the GPU two special function unit instructions,
+// which is what keeps the kernel memory-bound (a full-precision powf is not). Spelled out, as
+// --use_fast_math makes std::log2 and std::exp2, so that photometric.cu's color_augment stage,
+// built without it, computes the same. log2(0) = -inf gives the right limits for g != 0; only
+// g == 0 (pow(0, 0) == 1) needs spelling out.
 template <typename P>
 C10_HOST_DEVICE inline P pow01(P z, P g) {
-  return g == P(0) ? P(1) : std::exp2(g * std::log2(z));
+  if (g == P(0)) return P(1);
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) {
+    float log2_z, power;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(log2_z) : "f"(z));
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(power) : "f"(g * log2_z));
+    return power;
+  }
+#endif
+  return std::exp2(g * std::log2(z));
 }
 
 template <typename P>

@@ -11,6 +11,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "kernels/color_math.h"
 #include "kernels/color_transform.h"
 #include "kernels/loops.h"
 
@@ -29,8 +30,15 @@ enum Kind : uint8_t {
   kPermuteChannels = 9,  // factor: p0 + 3 p1 + 9 p2, output channel c = input channel p_c
   kAutocontrast = 10,    // factor unused; per image and channel, min..max stretched to the range
   kEqualize = 11,        // factor unused; per image and channel, through its histogram's table
+  kColorAugment = 12,    // gpuaug::color_transform's formula, its result as color_transform's
+                         // output of the image's dtype holds it; factor: the first channel's
+                         // gain, the next five slots' (kColorParameter): the other two gains,
+                         // brightness, contrast and gamma
+  kColorParameter = 13,  // a parameter of the kColorAugment slot before it; no step of its own
 };
-constexpr int kKinds = 11;
+constexpr int kKinds = 13;
+// The slots a kColorAugment stage takes: its own and five kColorParameter slots.
+constexpr int kColorAugmentSlots = 6;
 
 // Slots per call: ColorJitter's four, RandomPhotometricDistort's five, a Compose's more.
 constexpr int kMaxStages = 16;
@@ -93,6 +101,8 @@ struct Step {
   P a;  // the factor
   P b;  // derived: 1 - factor for blends, 2^bits for posterize, uint8's brightness factor
   bool unit;  // blends: both weights in [0, 1]; brightness: uint8's factor at most 1
+  P gains[3];                     // color_augment: the channels' gains
+  color::SampleParams<P> jitter;  // color_augment: brightness, contrast, gamma
 };
 
 // One sample's program: its applied stages in its order.

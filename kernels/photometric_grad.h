@@ -1,7 +1,8 @@
 // The gradient of gpuaug::photometric for one pixel of a floating image, shared by the CPU and CUDA
 // backward kernels: the derivative of torchvision's float formulas (what autograd gives through
 // torchvision.transforms.v2.functional, and for hue, whose torchvision code autograd cannot run,
-// the derivative of the same formulas written out of place). Clamps pass the gradient where
+// the derivative of the same formulas written out of place; for color_augment, color_transform's
+// own backward). Clamps pass the gradient where
 // low <= v <= high, as torch.clamp's; floor (posterize) passes none; solarize's where passes -1 or
 // 1; the maximum and minimum of hue's HSV conversion go to the channel the forward picked.
 // Autocontrast has none (the op refuses it): torchvision's cannot be differentiated either.
@@ -158,6 +159,14 @@ C10_HOST_DEVICE inline void step_backward(const Step<P>& s, const P (&x)[3], con
         for (int c = 0; c < 3; ++c) g[p[c]] = out[c];
       }
       break;
+    case kColorAugment: {
+      P in[C], grad[C], unused_gains[C] = {};
+      color::ScalarGrads<P> unused;  // the factors have no gradient
+      for (int c = 0; c < C; ++c) in[c] = x[c], grad[c] = g[c];
+      color::backward_pixel<C, P>(in, grad, C, s.gains, s.jitter, unused_gains, unused);
+      for (int c = 0; c < C; ++c) g[c] = grad[c];
+      break;
+    }
     default:
       break;
   }

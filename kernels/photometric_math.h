@@ -136,6 +136,15 @@ C10_HOST_DEVICE inline P scaled_to_u8(P v) {
   return trunc_small(clamp_nan_to_zero(rounded<T>(v * P(255.999)), P(255)));
 }
 
+// color_transform's uint8 output of a value in [0, 1]: 255 v rounded half to even.
+template <typename P>
+C10_HOST_DEVICE inline P rounded_u8(P v) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) return __fmaf_rn(v, 255.0f, 12582912.0f) - 12582912.0f;
+#endif
+  return std::nearbyint(v * P(255));
+}
+
 // A uint8 output's value, as the compute type holds it (an integer in [0, 255]).
 template <typename T, typename P>
 C10_HOST_DEVICE inline P u8_value(P v) {
@@ -447,6 +456,21 @@ C10_HOST_DEVICE inline void saturate(P (&x)[V][3], const Step<P>& s) {
   }
 }
 
+// gpuaug::color_transform's formula on V pixels (uint8 values read as v / 255, as its CPU
+// kernel reads them), each result as its output of the image's dtype would hold it.
+template <int C, typename T, typename P, int V>
+C10_HOST_DEVICE inline void color_augment(P (&x)[V][3], const Step<P>& s) {
+  GPUAUG_PHOTO_UNROLL
+  for (int j = 0; j < V; ++j) {
+    P y[C];
+    GPUAUG_PHOTO_UNROLL
+    for (int c = 0; c < C; ++c) y[c] = kIsU8<T> ? x[j][c] * P(1.0 / 255.0) : x[j][c];
+    color::forward_pixel<C, P>(y, C, s.gains, s.jitter);
+    GPUAUG_PHOTO_UNROLL
+    for (int c = 0; c < C; ++c) x[j][c] = kIsU8<T> ? rounded_u8(y[c]) : rounded<T>(y[c]);
+  }
+}
+
 // One stage on V pixels of C (1 or 3) channels: the stage's branch once, then its loop. `r`
 // holds the image's statistics at its reduction step (contrast's and autocontrast's).
 template <int C, typename T, typename P, int V>
@@ -588,6 +612,9 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
             x[j][c] = rounded<T>(static_cast<P>(equalized) * P(1.0 / 255.0));
           }
         }
+      break;
+    case kColorAugment:
+      color_augment<C, T>(x, s);
       break;
     default:
       break;
@@ -768,6 +795,26 @@ C10_HOST_DEVICE inline P slot_factor(const Program& program, const Rows<P>& rows
   return static_cast<P>(static_cast<float>(factor));
 }
 
+// Sample n's step of `slot` (a color_augment stage's parameters from its parameter slots).
+template <typename P>
+C10_HOST_DEVICE inline Step<P> slot_step(const Program& program, const Rows<P>& rows, int64_t n,
+                                         int64_t slot) {
+  Step<P> s = make_step(program.kinds[slot], slot_factor(program, rows, n, slot));
+  if (s.kind == kColorAugment) {
+    const auto parameter = [&](int i) { return slot_factor(program, rows, n, slot + i); };
+    s.gains[0] = s.a;
+    s.gains[1] = parameter(1);
+    s.gains[2] = parameter(2);
+    s.jitter = {parameter(3), parameter(4), parameter(5)};
+  }
+  return s;
+}
+
+// Whether `slot` (-1: none) runs a step: parameter slots only hold their stage's parameters.
+C10_HOST_DEVICE inline bool has_step(const Program& program, int64_t slot) {
+  return slot >= 0 && program.kinds[slot] != kColorParameter;
+}
+
 // Decodes sample n's program: its stages in its order, without those it does not apply.
 template <typename P>
 C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const Rows<P>& rows,
@@ -778,8 +825,8 @@ C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const Row
   const int k = program.count;
   for (int j = 0; j < k; ++j) {
     const int64_t slot = applied_slot(rows, n, k, j);
-    if (slot < 0) continue;
-    const Step<P> s = make_step(program.kinds[slot], slot_factor(program, rows, n, slot));
+    if (!has_step(program, slot)) continue;
+    const Step<P> s = slot_step(program, rows, n, slot);
     if (prog.reduce_at < 0 && is_reduction(s.kind)) prog.reduce_at = prog.count;
     prog.steps[prog.count++] = s;
   }

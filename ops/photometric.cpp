@@ -68,7 +68,8 @@ constexpr const char* kOp = "gpuaug::photometric";
 constexpr const char* kKindNames[] = {"",         "brightness", "contrast", "saturation",
                                       "hue",      "grayscale",  "solarize", "posterize",
                                       "invert",   "permute_channels", "autocontrast",
-                                      "equalize"};
+                                      "equalize", "color_augment", "color_augment parameter"};
+
 
 bool is_image_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16 ||
@@ -110,6 +111,30 @@ Program make_program(c10::IntArrayRef stages,
       ++reductions;
       program.reduction = static_cast<int>(stages[i]);
     }
+  }
+  // A color_augment slot, then its five parameter slots; no parameter slot elsewhere.
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i] == kColorParameter) {
+      TORCH_CHECK(false, kOp, ": expected each color_augment parameter slot (code ",
+                  std::to_string(kColorParameter), ") among the ",
+                  std::to_string(kColorAugmentSlots - 1),
+                  " after a color_augment slot (code ", std::to_string(kColorAugment),
+                  "), but got one at index ", std::to_string(i));
+    }
+    if (stages[i] != kColorAugment) continue;
+    constexpr size_t kParameters = kColorAugmentSlots - 1;
+    size_t parameters = 0;
+    while (parameters < kParameters && i + parameters + 1 < stages.size() &&
+           stages[i + parameters + 1] == kColorParameter) {
+      ++parameters;
+    }
+    TORCH_CHECK(parameters == kParameters, kOp,
+                ": expected the color_augment slot at index ", std::to_string(i), " followed by ",
+                std::to_string(kColorAugmentSlots - 1), " parameter slots (code ",
+                std::to_string(kColorParameter),
+                ": the other two gains, brightness, contrast, gamma), but got ",
+                std::to_string(parameters));
+    i += parameters;
   }
   // One reduction pass: the statistics of one stage (a later one's would need this one's).
   TORCH_CHECK(reductions <= 1, kOp,
@@ -160,6 +185,7 @@ void check_factor_values(const Program& program, const at::Tensor& factors, bool
         v = static_cast<float>(std::fma(program.width[j], in_compute(v), program.low[j]));
       }
       const int kind = program.kinds[j];
+      const char* name = kKindNames[kind];
       bool ok = true;
       const char* expected = "";
       switch (kind) {
@@ -189,10 +215,16 @@ void check_factor_values(const Program& program, const at::Tensor& factors, bool
           }
           break;
         }
+        case kColorParameter:  // the last is gamma: color_transform's CPU check, > 0
+          if (j >= kColorAugmentSlots - 1 &&
+              program.kinds[j - (kColorAugmentSlots - 1)] == kColorAugment) {
+            ok = v > 0, expected = "> 0", name = "color_augment gamma";
+          }
+          break;
         default:
           break;
       }
-      TORCH_CHECK(ok, kOp, ": expected the ", kKindNames[kind], " factor (slot ",
+      TORCH_CHECK(ok, kOp, ": expected the ", name, " factor (slot ",
                   std::to_string(j), ") ", expected, ", but got ", number_str(v));
     }
   }

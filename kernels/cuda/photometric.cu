@@ -315,7 +315,8 @@ __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, con
     slot = applied_slot(rows, n, k, j);
   }
   Step<P> s{};
-  if (slot >= 0) s = make_step(program.kinds[slot], slot_factor(program, rows, n, slot));
+  if (!has_step(program, slot)) slot = -1;  // parameter slots run nothing
+  if (slot >= 0) s = slot_step(program, rows, n, slot);
   const unsigned applied = __ballot_sync(0xFFFFFFFFu, slot >= 0);
   const unsigned reductions = __ballot_sync(0xFFFFFFFFu, slot >= 0 && is_reduction(s.kind));
   const unsigned before = (1u << j) - 1;  // the positions before j (j < 32)

@@ -34,6 +34,8 @@ class Stage:
     PERMUTE_CHANNELS = 9
     AUTOCONTRAST = 10
     EQUALIZE = 11
+    COLOR_AUGMENT = 12
+    COLOR_PARAMETER = 13
 
 
 _REDUCTIONS = (Stage.CONTRAST, Stage.AUTOCONTRAST, Stage.EQUALIZE)
@@ -52,7 +54,12 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
     brightness, contrast and saturation factors, the hue factor, the solarize threshold (in the
     image's range: 0..255 for uint8), posterize's bits, and for a channel permutation
     ``p0 + 3 p1 + 9 p2`` (output channel c takes input channel ``p_c``); grayscale and invert
-    ignore theirs. ``order`` (``[K]`` or ``[N, K]``:
+    ignore theirs. ``COLOR_AUGMENT`` is :func:`gpuaug.color_transform`'s formula, its result as
+    color_transform's output of the image's dtype holds it (uint8: ``255 v`` rounded half to
+    even); its slot holds the first channel's gain and must be followed by five
+    ``COLOR_PARAMETER`` slots: the second and third gains, brightness, contrast and gamma (> 0).
+    A parameter slot runs nothing itself: its stage's slot decides where in the order the stage
+    runs and whether it applies. ``order`` (``[K]`` or ``[N, K]``:
     int64 rows, permutations of ``0..K-1``, or floating keys, their slots run in ascending order
     as ``argsort(keys, stable=True)`` gives it) is the order a sample runs its slots in, and
     ``apply`` (bool, same shapes) which it runs. At most one reduction stage (contrast,
@@ -382,6 +389,47 @@ class RandomChannelPermutation(_Photometric):
         return _params(factors, self.order_row.expand(n, 1), self.apply_row.expand(n, 1))
 
 
+class _ColorAugmentStage(_Photometric):
+    """A :class:`gpuaug.transforms.ColorAugment` in a Compose: the op's COLOR_AUGMENT stage (its
+    slot and five parameter slots), with ColorAugment's ranges and p. Each sample draws seven
+    uniforms: three gains (1-channel images use the first), brightness, contrast, log gamma and
+    its coin."""
+
+    def __init__(self, color_low: List[float], color_high: List[float], brightness: List[float],
+                 contrast: List[float], log_gamma: List[float], p: float,
+                 generator: Optional[torch.Generator]) -> None:
+        super().__init__([Stage.COLOR_AUGMENT] + [Stage.COLOR_PARAMETER] * 5, 7, generator)
+        if len(color_low) not in (1, 3):
+            raise ValueError("gpuaug.transforms.Compose: expected a ColorAugment with one colour "
+                             "range, or one per channel of a 3-channel image, but got "
+                             f"{len(color_low)} ranges")
+        self.color_ranges = len(color_low)
+        self.p = float(p)
+        lows = color_low * (3 // len(color_low)) + [brightness[0], contrast[0], log_gamma[0]]
+        highs = color_high * (3 // len(color_high)) + [brightness[1], contrast[1], log_gamma[1]]
+        # rows: low, high - low per slot; the last slot's is log gamma's
+        self.register_buffer("constants", torch.tensor(
+            [lows, [h - lo for lo, h in zip(lows, highs)]], dtype=torch.float64),
+            persistent=False)
+        self.register_buffer("order_row", torch.arange(6), persistent=False)
+
+    def _check(self, image: torch.Tensor) -> None:
+        if self.color_ranges == 3 and image.shape[-3] != 3:
+            raise ValueError(f"ColorAugment: 3 colour ranges for an image of {image.shape[-3]} "
+                             "channels")
+
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        self._check(image)
+        if self.constants.device != image.device:
+            self.constants = self.constants.to(image.device)
+        if self.order_row.device != image.device:
+            self.order_row = self.order_row.to(image.device)
+        n = u.shape[0]
+        values = torch.addcmul(self.constants[0], u[:, :6].double(), self.constants[1])
+        factors = torch.cat([values[:, :5], values[:, 5:].exp()], dim=1).float()
+        return _params(factors, self.order_row.expand(n, 6), (u[:, 6:] < self.p).expand(n, 6))
+
+
 class RandomPhotometricDistort(_Photometric):
     """torchvision.transforms.v2.RandomPhotometricDistort, every draw per sample: brightness,
     contrast (before or after saturation and hue), saturation, hue, each with probability p, then
@@ -418,6 +466,17 @@ class RandomPhotometricDistort(_Photometric):
         return _params(factors, order, apply)
 
 
+def _color_augment_stage(augment: nn.Module) -> _ColorAugmentStage:
+    """A ColorAugment as a Compose's stage: its ranges, p and generator (as they are now)."""
+    if augment.dtype is not None or augment.mean is not None:
+        raise ValueError("gpuaug.transforms.Compose: the output conversion is the Compose's own: "
+                         "pass 'dtype', 'mean' and 'std' to it")
+    return _ColorAugmentStage(
+        augment.color_low, augment.color_high, [augment.brightness_low, augment.brightness_high],
+        [augment.contrast_low, augment.contrast_high],
+        [augment.log_gamma_low, augment.log_gamma_high], augment.p, augment.generator)
+
+
 class Compose(_Photometric):
     """Several of these transforms as one call of the op: their programs one after the other,
     then ``dtype`` (``to_dtype(scale=True)``) and ``mean``/``std`` (Normalize). A reduction stage
@@ -426,23 +485,30 @@ class Compose(_Photometric):
     a contrast stage, and ColorJitter where its contrast is enabled): ColorJitter(0.4, 0.4) then
     RandomAutocontrast is two calls, ColorJitter(0.4, 0, 0.4) then RandomAutocontrast one. Its
     ``sample_params`` covers the slots of its transforms' programs (a ColorJitter's enabled
-    adjustments), one after the other."""
+    adjustments), one after the other. A :class:`gpuaug.transforms.ColorAugment` joins as the
+    op's COLOR_AUGMENT stage (gpuaug.color_transform's formula, in the same pass), with the
+    ranges, p and generator it has when the Compose is made; its draws there are the Compose's
+    (seven uniforms a sample), not those of its own ``sample_params``."""
 
     bounds: List[int]
     columns: List[int]
     affine: bool
     affine_ranges: Optional[List[float]]
 
-    def __init__(self, transforms: Sequence[_Photometric], *,
+    def __init__(self, transforms: Sequence[nn.Module], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
         stages: List[int] = []
         bounds = [0]  # the first slot of each call, then the slot count
         reductions = 0
+        from .transforms import ColorAugment  # which imports this module
+        transforms = [_color_augment_stage(t) if isinstance(t, ColorAugment) else t
+                      for t in transforms]
         for t in transforms:
             if not isinstance(t, _Photometric) or isinstance(t, Compose):
                 raise TypeError("gpuaug.transforms.Compose: expected gpuaug.transforms' "
-                                f"photometric transforms, got {type(t).__name__}")
+                                "photometric transforms or ColorAugment, got "
+                                f"{type(t).__name__}")
             if t.dtype is not None or t.mean is not None:
                 raise ValueError("gpuaug.transforms.Compose: the output conversion is the "
                                  "Compose's own: pass 'dtype', 'mean' and 'std' to it")

@@ -19,7 +19,8 @@ using gpuaug::testing::error_of;
 using gpuaug::testing::nearly_equal;
 using ::testing::HasSubstr;
 
-constexpr int64_t kBrightness = 1, kInvert = 8, kAutocontrast = 10, kEqualize = 11;
+constexpr int64_t kBrightness = 1, kInvert = 8, kAutocontrast = 10, kEqualize = 11,
+                  kColorAugment = 12, kColorParameter = 13;
 
 TEST(Photometric, SchemasAreRegistered) {
   auto& dispatcher = c10::Dispatcher::singleton();
@@ -129,6 +130,27 @@ TEST(Photometric, EqualizeMapsThroughTheHistogramsTable) {
   EXPECT_TRUE(torch::equal(out, want));
 }
 
+// color_augment's slot and five parameter slots: per sample gains, brightness, contrast, gamma.
+TEST(Photometric, ColorAugmentIsColorTransform) {
+  torch::manual_seed(5);
+  const std::vector<int64_t> stages = {kColorAugment,   kColorParameter, kColorParameter,
+                                       kColorParameter, kColorParameter, kColorParameter};
+  const at::Tensor low = torch::tensor({0.7, 0.7, 0.7, -0.1, 0.8, 0.7});
+  const at::Tensor factors = low + torch::rand({4, 6}) * 0.6;
+  for (const auto dtype : {torch::kFloat, torch::kByte}) {
+    const at::Tensor x = (torch::rand({4, 3, 9, 13}) * (dtype == torch::kByte ? 255 : 1)).to(dtype);
+    const at::Tensor want = gpuaug::color_transform(
+        x, factors.narrow(1, 0, 3), factors.select(1, 3), factors.select(1, 4),
+        factors.select(1, 5));
+    EXPECT_TRUE(torch::equal(gpuaug::photometric(x, stages, factors), want));
+    if (!gpuaug::testing::cuda_usable()) continue;
+    // the GPU's exp2 and log2 are not the CPU's: a uint8 value may round the other way
+    const at::Tensor on_gpu = gpuaug::photometric(x.cuda(), stages, factors.cuda()).cpu();
+    EXPECT_TRUE(nearly_equal(on_gpu.to(torch::kDouble), want.to(torch::kDouble), 0,
+                             dtype == torch::kByte ? 1 : 1e-5));
+  }
+}
+
 TEST(Photometric, ImageGradientThroughAutograd) {
   torch::manual_seed(3);
   const at::Tensor x = torch::rand({3, 3, 5, 7}, torch::kDouble).requires_grad_();
@@ -151,6 +173,9 @@ TEST(Photometric, BadInputsRaiseErrorsNamingTheOp) {
               HasSubstr("gpuaug::photometric: expected 'factors' of shape [1] or [2, 1]"));
   EXPECT_THAT(error_of([&] { gpuaug::photometric(image, {2, 10}, torch::ones({2})); }),
               HasSubstr("gpuaug::photometric: expected at most one reduction stage"));
+  EXPECT_THAT(error_of([&] { gpuaug::photometric(image, {kColorAugment}, torch::ones({1})); }),
+              HasSubstr("gpuaug::photometric: expected the color_augment slot at index 0 "
+                        "followed by 5 parameter slots"));
 }
 
 TEST(Photometric, CudaMatchesCpu) {

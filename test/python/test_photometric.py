@@ -48,6 +48,10 @@ def torchvision_program(image, stages, factors, order, apply):
         elif kind == Stage.PERMUTE_CHANNELS:
             code = int(v)
             out = F.permute_channels(out, [code % 3, code // 3 % 3, code // 9][:out.shape[-3]])
+        elif kind == Stage.COLOR_AUGMENT:  # gpuaug's own op, its values tested in its tests
+            gains, brightness, contrast, gamma = factors[slot:slot + 6].split([3, 1, 1, 1])
+            out = gpuaug.color_transform(out, gains[:out.shape[-3]].float(), brightness.item(),
+                                         contrast.item(), gamma.item())
     return out
 
 
@@ -97,6 +101,8 @@ def every_transform(dtype):
         "RandomAutocontrast": T.RandomAutocontrast(),
         "RandomEqualize": T.RandomEqualize(0.7),
         "RandomChannelPermutation": T.RandomChannelPermutation(),
+        "ColorAugment": T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.ColorAugment(p=0.8),
+                                   T.RandomInvert()]),
     }
 
 
@@ -165,6 +171,14 @@ def formula(stage, x, v):
     return x[[code % 3, code // 3 % 3, code // 9]]
 
 
+def color_augment_formula(x, gains, brightness, contrast, gamma):
+    """gpuaug.color_transform's formula on a float64 image [C, H, W] in [0, 1], as its docstring
+    writes it."""
+    gains = gains[:x.shape[0]].view(-1, 1, 1)
+    y = (x * gains * x.sum(0) / ((x * gains).sum(0) + 0.01)).clamp(0, 1)
+    return (0.5 + (y ** gamma + brightness - 0.5) * contrast).clamp(0, 1)
+
+
 def equalize_formula(x):
     """PIL's histogram equalisation of each channel of x in [0, 1], through uint8: the table
     maps a value to the count of smaller values plus half a step, over the step (the pixels not
@@ -206,6 +220,86 @@ def test_stage_formulas_float64(stage, low, high, device):
     expected = torch.stack([formula(stage, image[n].cpu(), factors[n, 0].item())
                             for n in range(6)])
     torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=1e-12)
+
+
+COLOR_AUGMENT = [Stage.COLOR_AUGMENT] + [Stage.COLOR_PARAMETER] * 5
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels", [3, 1])
+def test_color_augment_formula_float64(channels, device):
+    """The color_augment stage, its six slots drawn per sample and in a per-sample order among
+    two other stages, against color_transform's formula in float64."""
+    n = 6
+    image = make_image([n, channels, 11, 7], torch.float64, device, seed=50 + channels)
+    g = torch.Generator().manual_seed(51)
+    low = torch.tensor([0.6, 0.6, 0.6, -0.2, 0.6, 0.5, 0.5, 0])
+    high = torch.tensor([1.4, 1.4, 1.4, 0.2, 1.4, 2.0, 1.5, 0])
+    factors = low + (high - low) * torch.rand(n, 8, generator=g, dtype=torch.float64)
+    order = torch.stack([torch.randperm(8, generator=g) for _ in range(n)])
+    stages = COLOR_AUGMENT + [Stage.BRIGHTNESS, Stage.INVERT]
+    out = gpuaug.photometric(image, stages, factors.to(device), order=order.to(device))
+    expected = []
+    for i in range(n):
+        x = image[i].cpu()
+        for slot in order[i].tolist():
+            if slot == 0:
+                x = color_augment_formula(x, factors[i, :3], *factors[i, 3:6])
+            elif slot == 6:
+                x = formula(Stage.BRIGHTNESS, x, factors[i, 6].item())
+            elif slot == 7:
+                x = formula(Stage.INVERT, x, 0)
+        expected.append(x)
+    torch.testing.assert_close(out.cpu(), torch.stack(expected), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_color_augment_in_compose(device):
+    """A ColorAugment joins a Compose's one op call (no color_transform call): the same values
+    as ColorAugment's own op on each image with the Compose's draws, which follow the
+    ColorAugment's ranges, p and generator."""
+    image = make_image([64, 3, 6, 5], torch.uint8, device, seed=53)
+    g = torch.Generator(device=device).manual_seed(54)
+    augment = T.ColorAugment(color=[(0.7, 0.8), (1.0, 1.1), (1.2, 1.3)], brightness=(-0.2, -0.1),
+                             contrast=(1.1, 1.2), gamma=(0.5, 0.6), p=0.5, generator=g)
+    transform = T.Compose([augment, T.RandomInvert()], dtype=torch.float32, mean=[0.5] * 3,
+                          std=[0.2] * 3)
+    params = transform.sample_params(image)
+    f, apply = params["factors"].cpu(), params["apply"].cpu()
+    assert f.shape == (64, 7) and torch.equal(apply[:, :6], apply[:, :1].expand(64, 6))
+    for column, (lo, hi) in enumerate([(0.7, 0.8), (1.0, 1.1), (1.2, 1.3), (-0.2, -0.1),
+                                       (1.1, 1.2), (0.5, 0.6)]):
+        assert lo - 1e-6 <= f[:, column].min() and f[:, column].max() <= hi + 1e-6
+    assert 0.3 < apply[:, 0].double().mean() < 0.7
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = transform(image, params)
+    ops = [e.name for e in prof.events() if e.name.startswith("gpuaug::")]
+    assert ops.count("gpuaug::photometric") == 1 and "gpuaug::color_transform" not in ops
+    expected = []
+    for n in range(image.shape[0]):
+        x = image[n].cpu()
+        if apply[n, 0]:
+            x = gpuaug.color_transform(x, f[n, :3], f[n, 3].item(), f[n, 4].item(),
+                                       f[n, 5].item())
+        if apply[n, 6]:
+            x = 255 - x
+        expected.append(x)
+    expected = (torch.stack(expected).double() / 255 - 0.5) / 0.2
+    diff = (out.cpu().double() - expected).abs()  # a uint8 value may round the other way
+    assert diff.max() <= 1 / 255 / 0.2 + 1e-5 and (diff > 1e-5).double().mean() < 1e-3
+    torch.manual_seed(55)
+    fresh = transform(image)
+    assert fresh.shape == image.shape and fresh.dtype == torch.float32
+
+
+def test_color_augment_compose_errors():
+    with pytest.raises(ValueError, match="the output conversion is the Compose's own"):
+        T.Compose([T.ColorAugment(dtype=torch.float32)])
+    with pytest.raises(ValueError, match="one colour range, or one per channel of a 3-channel "
+                                         "image, but got 2 ranges"):
+        T.Compose([T.ColorAugment(color=[(0.9, 1.1), (0.8, 1.2)])])
+    with pytest.raises(ValueError, match="ColorAugment: 3 colour ranges for an image of 1"):
+        T.Compose([T.ColorAugment(color=[(0.9, 1.1)] * 3)])(torch.zeros(2, 1, 4, 4))
 
 
 @requires_torchvision
@@ -600,7 +694,8 @@ def fresh_draw_transforms():
     return {"RandomPhotometricDistort": T.RandomPhotometricDistort(),
             "ColorJitter": T.ColorJitter(0.4, 0.0, 0.4, 0.1),
             "Compose": T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomInvert(),
-                                  T.RandomAutocontrast()])}
+                                  T.RandomAutocontrast()]),
+            "ColorAugment": T.Compose([T.ColorAugment(), T.ColorJitter(0.4, 0.0, 0.4, 0.1)])}
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -766,7 +861,8 @@ def test_second_gpu_backward():
 
 
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
-                                  "RandomChannelPermutation", "RandomSolarize", "RandomEqualize"])
+                                  "RandomChannelPermutation", "RandomSolarize", "RandomEqualize",
+                                  "ColorAugment"])
 def test_torchscript(name, tmp_path):
     transform = every_transform(torch.uint8)[name]
     scripted = torch.jit.script(transform)
@@ -824,6 +920,9 @@ GRAD_PROGRAMS = {  # stages, two rows of factors (samples take them in turn)
     "jitter": ([1, 2, 3, 4], [[1.3, 0.7, 1.4, 0.2], [0.8, 1.3, 0.6, -0.3]]),
     "distort": ([1, 2, 3, 9, 4], [[1.1, 0.9, 1.2, 5, 0.1], [0.7, 1.2, 0.5, 19, -0.4]]),
     "thresholds": ([8, 6, 5, 7, 1], [[0, 0.6, 0, 5, 1.2], [0, 0.3, 0, 2, 0.9]]),
+    "color_augment": ([12, 13, 13, 13, 13, 13, 1, 3],  # its parameter slots anywhere in the order
+                      [[1.2, 0.9, 1.1, 0.05, 1.1, 0.8, 1.3, 0.7],
+                       [0.8, 1.15, 1.0, -0.05, 0.9, 1.3, 0.9, 1.2]]),
 }
 
 
@@ -988,8 +1087,13 @@ def meta_image():
      "expected 'image' with 1 or 3 channels .*but got 2"),
     (lambda i, d: gpuaug.photometric(i, [1] * 17, torch.ones(17, device=d)),
      "expected at most 16 'stages', but got 17"),
-    (lambda i, d: gpuaug.photometric(i, [12], torch.ones(1, device=d)),
-     "expected 'stages' of codes 1 to 11 .*but got 12 at index 0"),
+    (lambda i, d: gpuaug.photometric(i, [14], torch.ones(1, device=d)),
+     "expected 'stages' of codes 1 to 13 .*but got 14 at index 0"),
+    (lambda i, d: gpuaug.photometric(i, [12, 13, 13, 13, 13, 1], torch.ones(6, device=d)),
+     "expected the color_augment slot at index 0 followed by 5 parameter slots .*but got 4"),
+    (lambda i, d: gpuaug.photometric(i, [1, 13], torch.ones(2, device=d)),
+     r"expected each color_augment parameter slot \(code 13\) among the 5 after a "
+     r"color_augment slot \(code 12\), but got one at index 1"),
     (lambda i, d: gpuaug.photometric(i, [2, 11], torch.ones(2, device=d)),
      r"expected at most one reduction stage \(contrast, autocontrast or equalize\) per call, "
      "but got 2"),
@@ -1036,6 +1140,14 @@ def test_bad_factor_values(stage, factor, message):
     image = torch.zeros([2, 3, 4, 4], dtype=torch.uint8)
     with pytest.raises(RuntimeError, match="gpuaug::photometric: expected " + message):
         gpuaug.photometric(image, [stage], torch.tensor([factor]))
+
+
+@pytest.mark.parametrize("gamma", [0.0, -1.0, float("nan")])
+def test_bad_color_augment_gamma(gamma):
+    image = torch.zeros([2, 3, 4, 4], dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match=r"gpuaug::photometric: expected the color_augment "
+                                           r"gamma factor \(slot 5\) > 0, but got"):
+        gpuaug.photometric(image, COLOR_AUGMENT, torch.tensor([1, 1, 1, 0, 1, gamma]))
 
 
 def test_bad_order_values():

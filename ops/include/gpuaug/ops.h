@@ -50,7 +50,9 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
 // the image (two with a reduction stage: contrast's grayscale mean, autocontrast's channel
 // minima and maxima). `stages` names the slots' kinds (photo::Kind in kernels/photometric.h:
 // brightness 1, contrast 2, saturation 3, hue 4, grayscale 5, solarize 6, posterize 7, invert 8,
-// permute_channels 9, autocontrast 10, equalize 11; at most one reduction stage; none: the
+// permute_channels 9, autocontrast 10, equalize 11, color_augment 12 (color_transform's formula;
+// its slot, the first gain, is followed by five color_augment parameter slots, code 13: the
+// other two gains, brightness, contrast, gamma); at most one reduction stage; none: the
 // output conversion alone); factors ([K] or [N, K], K = stages.size()) their parameters; order
 // ([K] or [N, K]) the order each sample runs its slots in, as int64 permutations of 0..K-1 or as
 // floating keys (ascending, ties by slot: argsort(keys, stable=True)); apply ([K] or [N, K]

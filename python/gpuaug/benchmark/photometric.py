@@ -8,6 +8,7 @@ against what PyTorch and torchvision take to feed the same batch without augment
 uint8 -> float32 conversion alone, and ToDtype + Normalize. The same without contrast runs one
 pass. The batch shrinks with --size (256 at the default 2^28). RandomPhotometricDistort and the
 Compose flip coins (torchvision one per batch): their times are means over a seeded sequence.
+ColorAugment inside the jitter's Compose is set against gpuaug's two calls one after the other.
 """
 
 from typing import Callable, Optional
@@ -158,6 +159,13 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         result.append(Case("photometric equalize u8->u8, photo-like", shape, u8,
                            photo_like_inputs(shape, device), equalize, baseline,
                            "torchvision RandomEqualize", 3 * pixels))
+    # ColorAugment fused into the jitter's call, against the two ops one after the other
+    fused = T.Compose([T.ColorAugment(), T.ColorJitter(0.4, 0.4, 0.4, 0.1)], dtype=torch.float32,
+                      mean=MEAN, std=STD)
+    augment = T.ColorAugment()
+    result.append(Case("photometric ColorAugment+jitter u8->f32, one call", shape, u8,
+                       image_inputs(shape, device), fused, lambda x, *rest: jitter(augment(x)),
+                       "gpuaug ColorAugment, then ColorJitter", two_pass))
     compose = T.Compose(five_transforms(T))
     baseline = torchvision_five()
     if baseline is not None:
