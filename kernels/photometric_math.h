@@ -456,18 +456,44 @@ C10_HOST_DEVICE inline void saturate(P (&x)[V][3], const Step<P>& s) {
   }
 }
 
-// gpuaug::color_transform's formula on V pixels (uint8 values read as v / 255, as its CPU
-// kernel reads them), each result as its output of the image's dtype would hold it.
+template <typename P>
+struct Pixel {
+  P v[3];
+};
+
+#ifdef __CUDACC__
+#define GPUAUG_PHOTO_NOINLINE __noinline__
+#else
+#define GPUAUG_PHOTO_NOINLINE
+#endif
+
+// gpuaug::color_transform's formula on one pixel (uint8 values read as v / 255, as its CPU
+// kernel reads them), the result as its output of the image's dtype would hold it. Out of line
+// on the GPU: inlined into every kernel's step switch, its eight pixels' special functions
+// raised the register pressure of the kernels that never run it (sm_90: the resident kernels of
+// channels-last images spilled, and the two-pass kernels' spills grew from 10.5 to 12.1 KB),
+// where a call keeps it to the calls' own sites (7.2 KB in all, none in the resident kernels
+// of uint8 to float32 images).
+template <int C, typename T, typename P>
+GPUAUG_PHOTO_NOINLINE C10_HOST_DEVICE Pixel<P> color_augment_pixel(Pixel<P> x,
+                                                                   const Step<P>& s) {
+  P y[C];
+  for (int c = 0; c < C; ++c) y[c] = kIsU8<T> ? x.v[c] * P(1.0 / 255.0) : x.v[c];
+  color::forward_pixel<C, P>(y, C, s.gains, s.jitter);
+  for (int c = 0; c < C; ++c) x.v[c] = kIsU8<T> ? rounded_u8(y[c]) : rounded<T>(y[c]);
+  return x;
+}
+
 template <int C, typename T, typename P, int V>
 C10_HOST_DEVICE inline void color_augment(P (&x)[V][3], const Step<P>& s) {
   GPUAUG_PHOTO_UNROLL
   for (int j = 0; j < V; ++j) {
-    P y[C];
+    Pixel<P> in{};
     GPUAUG_PHOTO_UNROLL
-    for (int c = 0; c < C; ++c) y[c] = kIsU8<T> ? x[j][c] * P(1.0 / 255.0) : x[j][c];
-    color::forward_pixel<C, P>(y, C, s.gains, s.jitter);
+    for (int c = 0; c < C; ++c) in.v[c] = x[j][c];
+    const Pixel<P> out = color_augment_pixel<C, T>(in, s);
     GPUAUG_PHOTO_UNROLL
-    for (int c = 0; c < C; ++c) x[j][c] = kIsU8<T> ? rounded_u8(y[c]) : rounded<T>(y[c]);
+    for (int c = 0; c < C; ++c) x[j][c] = out.v[c];
   }
 }
 
@@ -715,7 +741,7 @@ C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
 // A stage's step: its kind, its factor and what derives from the factor.
 template <typename P>
 C10_HOST_DEVICE inline Step<P> make_step(int kind, P factor) {
-  Step<P> s{kind, factor, P(0), false};
+  Step<P> s{kind, factor, P(0), false, {}, {}};
   if (kind == kContrast || kind == kSaturation) {
     s.b = P(1.0 - static_cast<double>(factor));  // _blend's alpha, a Python float
     s.unit = s.a >= P(0) && s.a <= P(1) && s.b >= P(0);  // uint8 sums need no clamp (blend)

@@ -144,7 +144,7 @@ TEST(Photometric, ColorAugmentIsColorTransform) {
         factors.select(1, 5));
     EXPECT_TRUE(torch::equal(gpuaug::photometric(x, stages, factors), want));
     if (!gpuaug::testing::cuda_usable()) continue;
-    // the GPU's exp2 and log2 are not the CPU's: a uint8 value may round the other way
+    // the GPU's exp2 and log2 are approximations: a uint8 value may round the other way
     const at::Tensor on_gpu = gpuaug::photometric(x.cuda(), stages, factors.cuda()).cpu();
     EXPECT_TRUE(nearly_equal(on_gpu.to(torch::kDouble), want.to(torch::kDouble), 0,
                              dtype == torch::kByte ? 1 : 1e-5));

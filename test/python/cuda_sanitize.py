@@ -172,7 +172,7 @@ def check_photometric(device):
                     f[:, 5] = 0.5                                # solarize on [0, 1]
                 kw = dict(order=order, apply=apply, dtype=out_dtype, **kwargs)
                 # color_augment's uint8 results may round the other way on the GPU (its exp2
-                # and log2 are not the CPU's), which later factors above 1 widen
+                # and log2 are the special function unit's), which later factors above 1 widen
                 atol = 1e-2
                 if reduction == "color_augment":
                     f = torch.cat([color, f[:, continuous]], dim=1)
