@@ -70,7 +70,6 @@ constexpr const char* kKindNames[] = {"",         "brightness", "contrast", "sat
                                       "invert",   "permute_channels", "autocontrast",
                                       "equalize", "color_augment", "color_augment parameter"};
 
-
 bool is_image_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16 ||
          t == at::kByte;

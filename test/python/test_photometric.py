@@ -292,6 +292,23 @@ def test_color_augment_in_compose(device):
     assert fresh.shape == image.shape and fresh.dtype == torch.float32
 
 
+@requires_torchvision
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_color_augment_before_contrast(dtype):
+    """ColorAugment ahead of ColorJitter: contrast's mean is taken of the pixels as the stage
+    leaves them, in the reduction pass (CPU: uint8 equal to the reference, whose colour step is
+    color_transform's own op)."""
+    image = make_image([6, 3, 13, 29], dtype, "cpu", seed=57)
+    transform = T.Compose([T.ColorAugment(p=0.8), T.ColorJitter(0.4, 0.4, 0.4, 0.1)])
+    params = transform.sample_params(image)
+    expected = torchvision_batch(image, transform.stages, params)
+    out = transform(image, params)
+    if dtype == torch.uint8:
+        assert torch.equal(out, expected)
+    else:
+        assert_matches_torchvision(out, expected, dtype)
+
+
 def test_color_augment_compose_errors():
     with pytest.raises(ValueError, match="the output conversion is the Compose's own"):
         T.Compose([T.ColorAugment(dtype=torch.float32)])
