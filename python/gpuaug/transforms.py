@@ -49,7 +49,9 @@ class ColorAugment(nn.Module):
 
     Works with ``torch.jit.script`` and save/load (without a generator: generators do not
     serialise), ``torch.compile(fullgraph=True)`` (without a generator: Dynamo cannot trace one)
-    and CUDA graph capture (with the default generator: each replay draws anew).
+    and CUDA graph capture (with the default generator: each replay draws anew). In a
+    :class:`Compose` of the photometric transforms it runs in their op call, as its
+    ``COLOR_AUGMENT`` stage (ranges and p as here; 1- or 3-channel images).
     """
 
     color_low: List[float]
