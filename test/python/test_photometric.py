@@ -667,6 +667,19 @@ def test_opcheck_other_reductions(stage, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_color_augment(device):
+    """The color_augment stage on a floating image, its gradient (autograd registration)
+    included, per-sample factors and orders."""
+    image = make_image([3, 3, 6, 5], torch.float32, device, seed=58).requires_grad_()
+    stages = COLOR_AUGMENT + [Stage.SATURATION]
+    factors = torch.tensor([1.1, 0.9, 1.2, 0.05, 1.1, 0.8, 1.3], device=device).repeat(3, 1)
+    order = torch.tensor([[0, 1, 2, 3, 4, 5, 6], [6, 0, 1, 2, 3, 4, 5], [3, 6, 0, 1, 2, 4, 5]],
+                         device=device)
+    torch.library.opcheck(torch.ops.gpuaug.photometric.default, (image, stages, factors),
+                          {"order": order, "mean": [0.5] * 3, "std": [0.2] * 3})
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_export_dynamic_batch(device):
     """torch.export of ColorJitter + Normalize replaying given parameters, with a dynamic batch."""
     jitter = T.ColorJitter(0.4, 0.4, 0.4, 0.1, dtype=torch.float32, mean=[0.5] * 3,
