@@ -133,6 +133,17 @@ def _permutation_codes(u: torch.Tensor, channels: int, powers: torch.Tensor) -> 
     return torch.argsort(u, dim=1).to(u.dtype).matmul(powers).unsqueeze(1)
 
 
+def _check_params(params: Dict[str, torch.Tensor], keys: List[str]) -> None:
+    """A clear error where ``params`` is not a ``sample_params`` dict: torchvision.transforms.v2
+    calls a transform with a target beside the image (``t(image, target)``), which lands here."""
+    for key in keys:
+        if key not in params:
+            raise ValueError(f"gpuaug.transforms: expected 'params' as sample_params returns them, "
+                             f"a dict with the keys {keys}, but it has no '{key}'; a target beside "
+                             "the image (torchvision.transforms.v2's t(image, target)) is not "
+                             "taken: pass the image alone")
+
+
 def _params(factors: torch.Tensor, order: torch.Tensor,
             apply: torch.Tensor) -> Dict[str, torch.Tensor]:
     return {"factors": factors, "order": order, "apply": apply}
@@ -185,6 +196,7 @@ class _Photometric(nn.Module):
             params = self._draw(image)
             stages = self.program
             ranges = self.draw_ranges
+        _check_params(params, ["factors", "order", "apply"])
         return torch.ops.gpuaug.photometric(
             image, stages, params["factors"], order=params["order"], apply=params["apply"],
             dtype=self.dtype, mean=self.mean, std=self.std, factor_ranges=ranges)
@@ -628,6 +640,7 @@ class Compose(_Photometric):
                 ranges = self.affine_ranges
             else:
                 params = self.sample_params(image)
+        _check_params(params, ["factors", "order", "apply"])
         calls = len(self.bounds) - 1
         if calls == 1:  # the common case: no slicing
             return torch.ops.gpuaug.photometric(

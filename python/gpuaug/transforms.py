@@ -8,7 +8,7 @@ from torch import nn
 
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
-                    RandomPosterize, RandomSolarize)
+                    RandomPosterize, RandomSolarize, _check_params)
 
 __all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomAutocontrast",
            "RandomChannelPermutation", "RandomEqualize", "RandomGrayscale", "RandomInvert",
@@ -138,6 +138,7 @@ class ColorAugment(nn.Module):
         :meth:`sample_params`."""
         if params is None:
             params = self.sample_params(image)
+        _check_params(params, ["color", "brightness", "contrast", "gamma", "apply"])
         return torch.ops.gpuaug.color_transform(
             image, params["color"], params["brightness"], params["contrast"], params["gamma"],
             apply=params["apply"], dtype=self.dtype, mean=self.mean, std=self.std)

@@ -309,6 +309,20 @@ def test_color_augment_before_contrast(dtype):
         assert_matches_torchvision(out, expected, dtype)
 
 
+@pytest.mark.parametrize("make", [lambda: T.ColorJitter(0.4, 0.4), lambda: T.Compose(
+    [T.ColorAugment(), T.RandomInvert()]), lambda: T.ColorAugment()])
+def test_target_beside_the_image(make):
+    """torchvision.transforms.v2's t(image, target) lands on params: a clear error, not a
+    KeyError, in eager and scripted modules."""
+    image = make_image([2, 3, 4, 4], torch.uint8, "cpu", seed=59)
+    target = {"boxes": torch.zeros(1, 4), "labels": torch.zeros(1, dtype=torch.long)}
+    for transform in (make(), torch.jit.script(make())):
+        with pytest.raises(Exception, match=r"gpuaug.transforms: expected 'params' as "
+                           r"sample_params returns them, a dict with the keys \[.*\], but it "
+                           r"has no '(factors|color)'; a target beside the image"):
+            transform(image, target)
+
+
 def test_color_augment_compose_errors():
     with pytest.raises(ValueError, match="the output conversion is the Compose's own"):
         T.Compose([T.ColorAugment(dtype=torch.float32)])
@@ -868,7 +882,8 @@ def test_second_gpu(name):
     assert torch.equal(on_first.cpu(), whole.cpu())
     expected = torchvision_batch(image[:6], transform.stages, {k: v[:6] for k, v in params.items()})
     assert_matches_torchvision(whole[:6], expected, torch.uint8)
-    with pytest.raises(RuntimeError, match="expected 'factors' on cuda:1 like 'image', but got cuda:0"):
+    with pytest.raises(RuntimeError,
+                       match="expected 'factors' on cuda:1 like 'image', but got cuda:0"):
         gpuaug.photometric(on["cuda:1"], [1], torch.ones(1, device="cuda:0"))
 
 
