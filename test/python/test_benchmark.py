@@ -25,6 +25,17 @@ def test_main_writes_every_selected_case(tmp_path):
         assert 0 < case["pct_copy"]
 
 
+def test_photometric_color_augment_case_runs(tmp_path):
+    """The fused ColorAugment + ColorJitter case and its two-call baseline build and run (here on
+    the CPU: one 224x224 image)."""
+    path = tmp_path / "bench.json"
+    assert bench.main(["--device", "cpu", "--size", "4096", "--runs", "2", "--warmup", "1",
+                       "--only", "photometric ColorAugment", "--json", str(path)]) == 0
+    cases = json.loads(path.read_text())["cases"]
+    assert [case["name"] for case in cases] == ["photometric ColorAugment+jitter u8->f32, one call"]
+    assert cases[0]["time_ms"] > 0 and cases[0]["baseline_time_ms"] > 0
+
+
 def sleeper(ms: float):
     def run(*args):
         time.sleep(ms * 1e-3)
