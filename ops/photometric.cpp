@@ -113,13 +113,11 @@ Program make_program(c10::IntArrayRef stages,
   }
   // A color_augment slot, then its five parameter slots; no parameter slot elsewhere.
   for (size_t i = 0; i < stages.size(); ++i) {
-    if (stages[i] == kColorParameter) {
-      TORCH_CHECK(false, kOp, ": expected each color_augment parameter slot (code ",
-                  std::to_string(kColorParameter), ") among the ",
-                  std::to_string(kColorAugmentSlots - 1),
-                  " after a color_augment slot (code ", std::to_string(kColorAugment),
-                  "), but got one at index ", std::to_string(i));
-    }
+    TORCH_CHECK(stages[i] != kColorParameter, kOp,
+                ": expected each color_augment parameter slot (code ",
+                std::to_string(kColorParameter), ") among the ",
+                std::to_string(kColorAugmentSlots - 1), " after a color_augment slot (code ",
+                std::to_string(kColorAugment), "), but got one at index ", std::to_string(i));
     if (stages[i] != kColorAugment) continue;
     constexpr size_t kParameters = kColorAugmentSlots - 1;
     size_t parameters = 0;
