@@ -88,6 +88,19 @@ __device__ __forceinline__ Run<T, V> read_run(const T* p) {
   }
 }
 
+// A thread's run of V pixels of a plane: V consecutive pixels, or, in halves (kRunHalves), two
+// runs of V / 2, lane l's at l V / 2 and 16 V + l V / 2 of its warp's 32 V pixels, so that each of
+// the warp's stores of a half writes one span. Runs of V consecutive outputs wider than 16 bytes
+// (uint8 to float32: 32 bytes a lane) are stored by 16-byte stores at a stride, each writing
+// half of every 32-byte sector it touches. H100, 256x3x224x224 uint8 to float32: an image copied
+// to shared memory and stored converted (scratch microbenchmark) 102.8 -> 69.4 us; ColorJitter +
+// Normalize, the op alone, 104.1 -> 100.0 us (its arithmetic bounds it more than its stores).
+template <typename T, typename out_t, int V>
+constexpr bool kRunHalves = V % 2 == 0 && V * sizeof(out_t) > 16 && V / 2 * sizeof(T) >= 4;
+
+template <int V, bool Halves>
+constexpr int kRunGap = Halves ? 16 * V : V / 2;  // from a run's first half to its second
+
 // A thread's C runs of V elements: planar, run c is channel c; interleaved, the runs are the
 // pixels' C * V consecutive values.
 template <typename T, int C, int V, bool Interleaved>
@@ -116,6 +129,26 @@ __device__ __forceinline__ P load_element(const Run<T, V>& run, int j) {
     return __uint_as_float(__byte_perm(0x4B000000u, run.u32[j / 4], 0x3004u + j % 4)) - 8388608.0f;
   }
   return load<P>(run.v[j]);
+}
+
+// A run of a plane from its halves (see kRunHalves), `p` the first's.
+template <typename T, int V, bool Halves>
+__device__ __forceinline__ Run<T, V> read_run(const T* p) {
+  if constexpr (!Halves) {
+    return read_run<T, V>(p);
+  } else {
+    const Run<T, V / 2> halves[2] = {read_run<T, V / 2>(p), read_run<T, V / 2>(p + kRunGap<V, true>)};
+    Run<T, V> run;
+    if constexpr (kWordRun<T, V>) {
+      constexpr int kHalfWords = V * sizeof(T) / 8;
+#pragma unroll
+      for (int i = 0; i < 2 * kHalfWords; ++i) run.u32[i] = halves[i / kHalfWords].u32[i % kHalfWords];
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) run.v[j] = halves[j / (V / 2)].v[j % (V / 2)];
+    }
+    return run;
+  }
 }
 
 // The thread's chunk as loaded: its C runs by vector loads where the image is aligned (nothing
@@ -202,11 +235,24 @@ __device__ __forceinline__ uint32_t u8_word(const P (&x)[V][3], int k, int w) {
 }
 
 template <int C, typename T, typename out_t, typename P, int V, bool Vectorized, bool Interleaved,
-          bool Streaming = false>
+          bool Streaming = false, bool Halves = false>
 __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int64_t image_base,
                                              int64_t p0, const P (&x)[V][3], const Output<P>& o) {
   using R = Runs<out_t, C, V, Interleaved>;
-  if constexpr (Vectorized && kIsU8<out_t> && std::is_same_v<P, float> && V % 4 == 0) {
+  if constexpr (Halves) {  // planar runs in halves (see kRunHalves)
+    static_assert(Vectorized && !Interleaved && kRunHalves<T, out_t, V>);
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        Vec<out_t, V / 2> run;
+#pragma unroll
+        for (int j = 0; j < V / 2; ++j) run.v[j] = convert<T, out_t>(x[half * (V / 2) + j][k], o, k);
+        store_run<out_t, V / 2, Streaming>(
+            out + R().offset(image_base, g.pixels, p0 + half * kRunGap<V, true>, k), run);
+      }
+    }
+  } else if constexpr (Vectorized && kIsU8<out_t> && std::is_same_v<P, float> && V % 4 == 0) {
 #pragma unroll
     for (int k = 0; k < C; ++k) {
       auto* words = reinterpret_cast<uint32_t*>(out + R().offset(image_base, g.pixels, p0, k));
@@ -601,13 +647,13 @@ __device__ __forceinline__ void wait_for_chunk(int64_t later) {
   }
 }
 
-template <int C, typename T, int V, bool Interleaved>
+template <int C, typename T, int V, bool Interleaved, bool Halves>
 __device__ __forceinline__ Runs<T, C, V, Interleaved> resident_runs(const T* pixels, int64_t plane,
                                                                     int64_t q0) {
   Runs<T, C, V, Interleaved> r;
 #pragma unroll
   for (int k = 0; k < C; ++k) {
-    r.run[k] = read_run<T, V>(pixels + r.offset(0, plane, q0, k));
+    r.run[k] = read_run<T, V, Halves>(pixels + r.offset(0, plane, q0, k));
   }
   return r;
 }
@@ -730,7 +776,7 @@ __device__ __forceinline__ void combine_cluster_counts(const unsigned int* block
 // A block of `split` (a cluster of them where split > 1, Hopper and newer) takes an equal part
 // of its image's runs, blockIdx.x % split the part: parts of half an image let two blocks share
 // an SM, so that one computes while the other waits on its barrier or its stores.
-template <int C, typename T, typename out_t, typename P, int V, bool Interleaved>
+template <int C, typename T, typename out_t, typename P, int V, bool Interleaved, bool Halves>
 __global__ void __launch_bounds__(kResidentThreads, 1)
     resident_transform(const T* in, out_t* out, Geometry g, Program program, Rows<P> rows,
                        Output<P> o, int split) {
@@ -751,16 +797,29 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   const int64_t pixels_here = ::min(part_pixels, g.pixels - begin);  // > 0: see the launch
   const int64_t chunk_pixels = int64_t{blockDim.x} * V;
   const int64_t chunks = ceil_div(pixels_here, chunk_pixels);
-  // q: a pixel's index in the block's part
-  const auto first_pixel = [&](int64_t chunk) { return chunk * chunk_pixels + threadIdx.x * V; };
+  // q: a pixel's index in the block's part (Halves: every warp's lie in it, see the launch).
+  // Spelled here: as a helper function it changed nvcc's code for the steps (copies at each case
+  // of apply_step's switch; the uint8 -> uint8 kernel 91 -> 96 us, H100).
+  const auto first_pixel = [&](int64_t chunk) -> int64_t {
+    if constexpr (Halves) {  // see kRunHalves
+      return chunk * chunk_pixels + threadIdx.x / 32 * (32 * V) + threadIdx.x % 32 * (V / 2);
+    } else {
+      return chunk * chunk_pixels + threadIdx.x * V;
+    }
+  };
   const auto copy_chunk = [&](int64_t chunk) {  // a group per chunk
     const int64_t q0 = first_pixel(chunk);
     if (q0 < pixels_here) {
+      constexpr int kHalves = Halves ? 2 : 1;  // a copy per half
 #pragma unroll
       for (int k = 0; k < C; ++k) {
-        __pipeline_memcpy_async(pixels + R().offset(0, part_pixels, q0, k),
-                                in + R().offset(image_base, g.pixels, begin + q0, k),
-                                sizeof(Vec<T, V>));
+#pragma unroll
+        for (int half = 0; half < kHalves; ++half) {
+          const int64_t q = q0 + half * kRunGap<V, Halves>;
+          __pipeline_memcpy_async(pixels + R().offset(0, part_pixels, q, k),
+                                  in + R().offset(image_base, g.pixels, begin + q, k),
+                                  sizeof(Vec<T, V>) / kHalves);
+        }
       }
     }
     __pipeline_commit();
@@ -786,12 +845,12 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   const auto finish_pixels = [&](int64_t q0, int first_step) {
     P x[V][3];
     unpack_pixels<C, T, P, V, true, Interleaved>(
-        resident_runs<C, T, V, Interleaved>(pixels, part_pixels, q0), pixels, g, 0, q0, x);
+        resident_runs<C, T, V, Interleaved, Halves>(pixels, part_pixels, q0), pixels, g, 0, q0, x);
     run_steps<C, T>(prog, first_step, prog.count, x, reduced);
     // streaming stores: 0.1072 -> 0.1060 ms (H100, ColorJitter u8 -> float32, whose 154 MB
     // output passes through L2 once)
-    store_pixels<C, T, out_t, P, V, true, Interleaved, true>(out, g, image_base, begin + q0, x,
-                                                             o);
+    store_pixels<C, T, out_t, P, V, true, Interleaved, true, Halves>(out, g, image_base,
+                                                                    begin + q0, x, o);
   };
   if (prog.reduce_at < 0) {  // the sample skips its reduction stage: one pass, as chunks land
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
@@ -812,7 +871,7 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
     if (q0 >= pixels_here) continue;
     P x[V][3];
     unpack_pixels<C, T, P, V, true, Interleaved>(
-        resident_runs<C, T, V, Interleaved>(pixels, part_pixels, q0), pixels, g, 0, q0, x);
+        resident_runs<C, T, V, Interleaved, Halves>(pixels, part_pixels, q0), pixels, g, 0, q0, x);
     run_steps<C, T>(prog, 0, prog.reduce_at, x, reduced);
     if (prog.reduce_at > 0) {  // kept in place for the steps after the reduction, as words
 #pragma unroll
@@ -821,9 +880,16 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
         Chunk<T, V> run;
 #pragma unroll
         for (int w = 0; w < V / 4; ++w) run.u32[w] = u8_word<T, C, V, Interleaved>(x, k, w);
+        T* at = pixels + R().offset(0, part_pixels, q0, k);
+        if constexpr (Halves) {  // half the words at each half
 #pragma unroll
-        for (int i = 0; i < Chunk<T, V>::kWords; ++i) {
-          reinterpret_cast<Word*>(pixels + R().offset(0, part_pixels, q0, k))[i] = run.w[i];
+          for (int w = 0; w < V / 8; ++w) {
+            reinterpret_cast<uint32_t*>(at)[w] = run.u32[w];
+            reinterpret_cast<uint32_t*>(at + kRunGap<V, true>)[w] = run.u32[V / 8 + w];
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < Chunk<T, V>::kWords; ++i) reinterpret_cast<Word*>(at)[i] = run.w[i];
         }
       }
     }
@@ -1055,25 +1121,37 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
       constexpr int C = decltype(channels)::value;
       constexpr bool kVectorized = decltype(vector)::value;
       constexpr bool kInterleaved = decltype(interleaved)::value;
-      if constexpr (kIsU8<T> && kVectorized) {
-        constexpr auto kernel = resident_transform<C, T, out_t, P, V, kInterleaved>;
+      // true where it launched resident_transform (with runs in halves, Halves)
+      const auto resident = [&](auto halves) {
+        constexpr bool kHalves = decltype(halves)::value;
+        constexpr auto kernel = resident_transform<C, T, out_t, P, V, kInterleaved, kHalves>;
         static PerDevice<int> max_bytes;
         const bool hopper_here = hopper_code<kernel>();
         const int split = hopper_here ? kMaxSplit : 1;
         const int64_t runs = cg.pixels / V, part_runs = ceil_div(runs, int64_t{split});
         const int64_t bytes = C * part_runs * V * static_cast<int64_t>(sizeof(T));
-        if (wide && program.reduction && part_runs * (split - 1) < runs &&
-            bytes <= max_bytes.get([&] { return resident_bytes(kernel); })) {
-          // at most kResidentThreads an SM, where `split` blocks share one
-          const int64_t rounds = ceil_div(part_runs, kResidentThreads / split);
-          const int64_t threads = ceil_div(ceil_div(part_runs, rounds), 32) * 32;
-          const int per_sm = resident_blocks_per_sm(kernel, static_cast<int>(threads), bytes);
-          if (resident_fills_gpu(images * split, per_sm)) {
-            launch_clustered(kernel, hopper_here, images * split, threads, bytes, split, stream,
-                             src, dst, kernel_geometry(cg, V), program, rows, o, split);
-            return;
-          }
+        // halves: every warp's runs in one part, whole (chunks are whole warps' runs)
+        if (kHalves && (part_runs % 32 != 0 || (runs - (split - 1) * part_runs) % 32 != 0)) {
+          return false;
         }
+        if (!wide || !program.reduction || part_runs * (split - 1) >= runs ||
+            bytes > max_bytes.get([&] { return resident_bytes(kernel); })) {
+          return false;
+        }
+        // at most kResidentThreads an SM, where `split` blocks share one
+        const int64_t rounds = ceil_div(part_runs, kResidentThreads / split);
+        const int64_t threads = ceil_div(ceil_div(part_runs, rounds), 32) * 32;
+        const int per_sm = resident_blocks_per_sm(kernel, static_cast<int>(threads), bytes);
+        if (!resident_fills_gpu(images * split, per_sm)) return false;
+        launch_clustered(kernel, hopper_here, images * split, threads, bytes, split, stream, src,
+                         dst, kernel_geometry(cg, V), program, rows, o, split);
+        return true;
+      };
+      if constexpr (kIsU8<T> && kVectorized) {
+        if constexpr (!kInterleaved && kRunHalves<T, out_t, V>) {
+          if (resident(std::true_type{})) return;
+        }
+        if (resident(std::false_type{})) return;
       }
       at::Tensor staged, counts, tables;
       if (program.reduction) staged = at::empty_like(in);  // the pixels at the reduction step
