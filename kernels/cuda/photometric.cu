@@ -131,22 +131,18 @@ __device__ __forceinline__ P load_element(const Run<T, V>& run, int j) {
   return load<P>(run.v[j]);
 }
 
-// A run of a plane from its halves (see kRunHalves), `p` the first's.
+// A uint8 run of a plane from its halves (see kRunHalves), `p` the first's.
 template <typename T, int V, bool Halves>
 __device__ __forceinline__ Run<T, V> read_run(const T* p) {
   if constexpr (!Halves) {
     return read_run<T, V>(p);
   } else {
+    static_assert(kWordRun<T, V> && kWordRun<T, V / 2>, "resident images are uint8");
     const Run<T, V / 2> halves[2] = {read_run<T, V / 2>(p), read_run<T, V / 2>(p + kRunGap<V, true>)};
+    constexpr int kHalfWords = V * sizeof(T) / 8;
     Run<T, V> run;
-    if constexpr (kWordRun<T, V>) {
-      constexpr int kHalfWords = V * sizeof(T) / 8;
 #pragma unroll
-      for (int i = 0; i < 2 * kHalfWords; ++i) run.u32[i] = halves[i / kHalfWords].u32[i % kHalfWords];
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) run.v[j] = halves[j / (V / 2)].v[j % (V / 2)];
-    }
+    for (int i = 0; i < 2 * kHalfWords; ++i) run.u32[i] = halves[i / kHalfWords].u32[i % kHalfWords];
     return run;
   }
 }
