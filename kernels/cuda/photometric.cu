@@ -803,22 +803,22 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
       return chunk * chunk_pixels + threadIdx.x * V;
     }
   };
+  // Each thread copies V consecutive pixels, which with Halves belong to two lanes of its warp:
+  // their reads follow a __syncwarp after the wait (lane_copies_landed).
   const auto copy_chunk = [&](int64_t chunk) {  // a group per chunk
-    const int64_t q0 = first_pixel(chunk);
+    const int64_t q0 = chunk * chunk_pixels + threadIdx.x * V;
     if (q0 < pixels_here) {
-      constexpr int kHalves = Halves ? 2 : 1;  // a copy per half
 #pragma unroll
       for (int k = 0; k < C; ++k) {
-#pragma unroll
-        for (int half = 0; half < kHalves; ++half) {
-          const int64_t q = q0 + half * kRunGap<V, Halves>;
-          __pipeline_memcpy_async(pixels + R().offset(0, part_pixels, q, k),
-                                  in + R().offset(image_base, g.pixels, begin + q, k),
-                                  sizeof(Vec<T, V>) / kHalves);
-        }
+        __pipeline_memcpy_async(pixels + R().offset(0, part_pixels, q0, k),
+                                in + R().offset(image_base, g.pixels, begin + q0, k),
+                                sizeof(Vec<T, V>));
       }
     }
     __pipeline_commit();
+  };
+  const auto lane_copies_landed = [] {
+    if constexpr (Halves) __syncwarp();
   };
   // Launched overlapped on Hopper (launch_clustered): the next kernel's blocks may take the
   // slots this one's leave, and this one's blocks set up shared memory while the previous kernel
@@ -851,6 +851,7 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   if (prog.reduce_at < 0) {  // the sample skips its reduction stage: one pass, as chunks land
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       wait_for_chunk(chunks - 1 - chunk);
+      lane_copies_landed();
       if (first_pixel(chunk) < pixels_here) finish_pixels(first_pixel(chunk), 0);
     }
     return;
@@ -863,6 +864,7 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   for (int i = 0; i < kStats; ++i) stats[i] = static_cast<P>(initial_stat(kind, i));
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     wait_for_chunk(chunks - 1 - chunk);
+    lane_copies_landed();
     const int64_t q0 = first_pixel(chunk);
     if (q0 >= pixels_here) continue;
     P x[V][3];
