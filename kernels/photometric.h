@@ -45,8 +45,8 @@ constexpr int kMaxStages = 16;
 
 // The kind of each slot: the same for every sample (the host's part of the program). Ranged
 // (the op's factor_ranges), slot k's factor is fma(width[k], u, low[k]) in float64, u its
-// `factors` entry, rounded to float32: a transform's fresh draws pass their uniforms, not the
-// factors a kernel would make of them before each call.
+// `factors` entry, rounded to float32 (is_gamma_slot: exp of it): a transform's fresh draws pass
+// their uniforms, not the factors a kernel would make of them before each call.
 struct Program {
   int count;
   uint8_t kinds[kMaxStages];
@@ -56,6 +56,14 @@ struct Program {
   double low[kMaxStages];
   double width[kMaxStages];
 };
+
+// Whether `slot` is a color_augment stage's gamma (its fifth parameter slot). Ranged, its range
+// is log gamma's (ColorAugment draws log gamma uniformly): its factor is exp of the value.
+C10_HOST_DEVICE inline bool is_gamma_slot(const Program& program, int64_t slot) {
+  constexpr int kGammaOffset = kColorAugmentSlots - 1;
+  return slot >= kGammaOffset && program.kinds[slot] == kColorParameter &&
+         program.kinds[slot - kGammaOffset] == kColorAugment;
+}
 
 // A reduction pass's partial statistics per block: contrast's sum of grays, or autocontrast's
 // three channel minima then three maxima.

@@ -811,13 +811,22 @@ C10_HOST_DEVICE inline int64_t applied_slot(const Rows<P>& rows, int64_t n, int 
   return if_applied(rows, n, k, slot);
 }
 
-// Sample n's factor of `slot`: its `factors` entry, or that uniform in the slot's range.
+// Out of line on the GPU: a sample's program decodes it once, and inlined into every kernel it
+// would grow them all.
+template <typename D>
+GPUAUG_PHOTO_NOINLINE C10_HOST_DEVICE D gamma_of_log(D log_gamma) {
+  return std::exp(log_gamma);
+}
+
+// Sample n's factor of `slot`: its `factors` entry, or that uniform in the slot's range (a gamma
+// slot's: exp of the value in its range).
 template <typename P>
 C10_HOST_DEVICE inline P slot_factor(const Program& program, const Rows<P>& rows, int64_t n,
                                      int64_t slot) {
   const P u = rows.factors[n][slot];
   if (!program.ranged) return u;
-  const double factor = std::fma(program.width[slot], static_cast<double>(u), program.low[slot]);
+  double factor = std::fma(program.width[slot], static_cast<double>(u), program.low[slot]);
+  if (is_gamma_slot(program, slot)) factor = gamma_of_log(factor);
   return static_cast<P>(static_cast<float>(factor));
 }
 

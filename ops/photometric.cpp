@@ -178,8 +178,9 @@ void check_factor_values(const Program& program, const at::Tensor& factors, bool
   for (int64_t n = 0; n < rows.size(0); ++n) {
     for (int j = 0; j < program.count; ++j) {
       double v = values[n][j];
-      if (program.ranged) {
-        v = static_cast<float>(std::fma(program.width[j], in_compute(v), program.low[j]));
+      if (program.ranged) {  // slot_factor's
+        v = std::fma(program.width[j], in_compute(v), program.low[j]);
+        v = static_cast<float>(is_gamma_slot(program, j) ? std::exp(v) : v);
       }
       const int kind = program.kinds[j];
       const char* name = kKindNames[kind];
@@ -213,10 +214,7 @@ void check_factor_values(const Program& program, const at::Tensor& factors, bool
           break;
         }
         case kColorParameter:  // the last is gamma: color_transform's CPU check, > 0
-          if (j >= kColorAugmentSlots - 1 &&
-              program.kinds[j - (kColorAugmentSlots - 1)] == kColorAugment) {
-            ok = v > 0, expected = "> 0", name = "color_augment gamma";
-          }
+          if (is_gamma_slot(program, j)) ok = v > 0, expected = "> 0", name = "color_augment gamma";
           break;
         default:
           break;

@@ -74,8 +74,10 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
 
     ``factor_ranges`` (2K values: each slot's low, then each slot's width) makes ``factors``
     uniforms ``u``: slot k's factor is ``fma(width[k], u, low[k])`` in float64 (``u`` as float32,
-    or float64 for a float64 image), rounded to float32. Fresh draws pass their uniforms so,
-    saving the kernel that would make factors of them.
+    or float64 for a float64 image), rounded to float32; a ``COLOR_AUGMENT`` stage's gamma slot
+    (its fifth parameter) takes ``exp`` of that value, its range being log gamma's, as
+    ColorAugment draws it. Fresh draws pass their uniforms so, saving the kernels that would make
+    factors of them.
     """
     return torch.ops.gpuaug.photometric(image, stages, factors, order=order, apply=apply,
                                         dtype=dtype, mean=mean, std=std,
@@ -419,9 +421,10 @@ class _ColorAugmentStage(_Photometric):
         self.p = float(p)
         lows = color_low * (3 // len(color_low)) + [brightness[0], contrast[0], log_gamma[0]]
         highs = color_high * (3 // len(color_high)) + [brightness[1], contrast[1], log_gamma[1]]
-        # rows: low, high - low per slot; the last slot's is log gamma's
+        # rows: low, high - low per slot, float32 values (see _in_ranges); the last slot's is log
+        # gamma's, as the op's factor_ranges take a gamma slot's
         self.register_buffer("constants", torch.tensor(
-            [lows, [h - lo for lo, h in zip(lows, highs)]], dtype=torch.float64),
+            [lows, [h - lo for lo, h in zip(lows, highs)]], dtype=torch.float32).double(),
             persistent=False)
         self.register_buffer("order_row", torch.arange(6), persistent=False)
 
@@ -549,13 +552,13 @@ class Compose(_Photometric):
 
     def _affine_tables(self, transforms: Sequence[_Photometric]) -> None:
         """Where every transform's draws are affine in its uniforms (ColorJitter's, the
-        one-stage transforms'), fresh draws are one gather of the uniforms' columns and three
-        element-wise kernels: per slot, factor = low + scale u[factor column], applied where
-        u[apply column] < p, key = transform's index + u[key column] (ColorJitter's order) or
-        the index alone. A term that draws nothing reads column 0 and ignores it (scale 0, or
+        one-stage transforms', ColorAugment's, whose gamma the op takes as exp of its affine log),
+        fresh draws are one gather of the uniforms' columns and three element-wise kernels: per
+        slot, factor = low + scale u[factor column], applied where u[apply column] < p, key =
+        transform's index + u[key column] (ColorJitter's order) or the index alone. A term that draws nothing reads column 0 and ignores it (scale 0, or
         p = 2 for ColorJitter's slots, always applied)."""
         self.affine = len(self.stages) > 0 and all(
-            isinstance(t, (ColorJitter, _RandomApply)) for t in transforms)
+            isinstance(t, (ColorJitter, _RandomApply, _ColorAugmentStage)) for t in transforms)
         columns: List[List[int]] = [[], [], []]  # factor, apply, key
         rows: List[List[float]] = [[], [], []]  # low, scale, p
         keys: List[List[float]] = [[], []]  # offset, scale
@@ -571,6 +574,15 @@ class Compose(_Photometric):
                         rows[k].append(v)
                     keys[0].append(float(i))
                     keys[1].append(1.0)
+            elif isinstance(t, _ColorAugmentStage):  # six slots, one coin, in slot order
+                constants = t.constants.tolist()
+                for j in range(len(t.program)):
+                    for k, v in enumerate([first + j, first + len(t.program), 0]):
+                        columns[k].append(v)
+                    for k, v in enumerate([constants[0][j], constants[1][j], t.p]):
+                        rows[k].append(v)
+                    keys[0].append(float(i))
+                    keys[1].append(0.0)
             elif isinstance(t, _RandomApply):
                 for k, v in enumerate([0, first, 0]):
                     columns[k].append(v)

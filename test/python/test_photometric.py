@@ -1,5 +1,7 @@
 """gpuaug::photometric and gpuaug.transforms' photometric transforms against torchvision.transforms.v2
 .functional applied image by image with the same (replayed) per-sample draws."""
+import math
+
 import pytest
 import torch
 try:  # the newest PyTorch may have no torchvision released for it yet
@@ -518,6 +520,10 @@ def test_compose_fresh_draws_replay(jitter, device):
                        dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3)
     assert affine.affine and len(affine.bounds) - 1 == (2 if jitter[1] else 1)
     draws_alike(affine)
+    augment = T.Compose([T.ColorAugment(gamma=(0.7, 1.6), p=0.6), T.ColorJitter(*jitter),
+                         T.RandomInvert(0.4)], dtype=torch.float32)
+    assert augment.affine  # gamma as exp of its log's range, in the op
+    draws_alike(augment)
     other = T.Compose([T.ColorJitter(*jitter), T.RandomChannelPermutation()])
     assert not other.affine
     draws_alike(other)
@@ -589,6 +595,24 @@ def test_factor_ranges(u_dtype, dtype, device):
         with pytest.raises(RuntimeError, match=r"expected the hue factor \(slot 3\) in "
                            r"\[-0.5, 0.5\], but got"):
             gpuaug.photometric(image, stages, u, factor_ranges=lows[:3] + [0.4] + widths)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_factor_ranges_gamma(device):
+    """A color_augment stage's gamma slot, ranged, is exp of its value in the range (log gamma's,
+    as ColorAugment draws it); its other slots are affine."""
+    stages = [Stage.COLOR_AUGMENT] + [Stage.COLOR_PARAMETER] * 5
+    image = make_image([8, 3, 5, 6], torch.uint8, device, seed=33)
+    u = torch.rand([8, 6], generator=torch.Generator().manual_seed(34))
+    lows = [0.8, 0.9, 1.0, -0.1, 0.9, math.log(0.6)]
+    widths = [0.4, 0.2, 0.3, 0.2, 0.3, math.log(1.7) - math.log(0.6)]
+    factors = torch.tensor([[fma_reference(widths[k], row[k], lows[k]) for k in range(6)]
+                            for row in u.double().tolist()], dtype=torch.float64)
+    factors[:, 5] = factors[:, 5].exp()
+    assert (factors[:, 5] > 0.6 - 1e-6).all() and (factors[:, 5] < 1.7 + 1e-6).all()
+    ranged = gpuaug.photometric(image, stages, u.to(device), factor_ranges=lows + widths)
+    explicit = gpuaug.photometric(image, stages, factors.float().to(device))
+    assert torch.equal(ranged, explicit) and not torch.equal(ranged, image)
 
 
 def test_jitter_ranges_as_torchvision():
