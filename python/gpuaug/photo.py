@@ -555,8 +555,9 @@ class Compose(_Photometric):
         one-stage transforms', ColorAugment's, whose gamma the op takes as exp of its affine log),
         fresh draws are one gather of the uniforms' columns and three element-wise kernels: per
         slot, factor = low + scale u[factor column], applied where u[apply column] < p, key =
-        transform's index + u[key column] (ColorJitter's order) or the index alone. A term that draws nothing reads column 0 and ignores it (scale 0, or
-        p = 2 for ColorJitter's slots, always applied)."""
+        transform's index + u[key column] (ColorJitter's order) or the index alone. A term that
+        draws nothing reads column 0 and ignores it (scale 0, or p = 2 for ColorJitter's slots,
+        always applied)."""
         self.affine = len(self.stages) > 0 and all(
             isinstance(t, (ColorJitter, _RandomApply, _ColorAugmentStage)) for t in transforms)
         columns: List[List[int]] = [[], [], []]  # factor, apply, key
