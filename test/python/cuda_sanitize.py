@@ -217,6 +217,48 @@ def check_photometric(device):
            ops._photometric_backward(grad, xf, [], none, std=[0.25] * 3), exact=False)
 
 
+def check_photometric_ranged(device):
+    """Ranged factors (uniforms the kernels map through factor_ranges, a color_augment gamma slot
+    through exp), as a fresh Compose(ColorAugment, ColorJitter) passes them, with float64 keys:
+    the vectorised path planar and interleaved, halves and whole images in shared memory, the
+    per-element path, and the backward for a float image."""
+    g = torch.Generator().manual_seed(90)
+    sms = torch.cuda.get_device_properties(device).multi_processor_count if device != "cpu" else 4
+    stages = [12] + [13] * 5 + [1, 2, 3, 4]
+    lows = [0.8, 0.8, 0.8, -0.1, 0.8, -0.5, 0.6, 0.6, 0.6, -0.1]
+    widths = [0.4, 0.4, 0.4, 0.2, 0.4, 1.0, 0.8, 0.8, 0.8, 0.2]
+    for shape, interleaved in [((4, 3, 16, 32), False), ((4, 3, 16, 32), True),
+                               ((3, 3, 5, 7), False), ((2 * sms, 3, 150, 156), False),
+                               ((2 * sms, 3, 150, 156), True), ((2 * sms, 3, 144, 160), False)]:
+        n = shape[0]
+        x = torch.randint(0, 256, shape, generator=g, dtype=torch.uint8)
+        if interleaved:
+            x = x.contiguous(memory_format=torch.channels_last)
+        u = torch.rand(n, len(stages), generator=g)
+        keys = torch.rand(n, len(stages), generator=g, dtype=torch.float64) + \
+            torch.tensor([0.0] * 6 + [1.0] * 4, dtype=torch.float64)
+        apply = torch.rand(n, len(stages), generator=g) < 0.8
+        kw = dict(order=keys, apply=apply, factor_ranges=lows + widths)
+        tag = f"photometric ranged {list(shape)}{' interleaved' if interleaved else ''}"
+        # uint8 results may round the other way on the GPU (see check_photometric)
+        for xi, out_dtype, kwargs, atol in [
+                (x, None, {}, 4.0),
+                (x, torch.float32, {"mean": [0.5] * 3, "std": [0.25] * 3}, 4.0 / 255 / 0.25),
+                (x.float() / 255, None, {}, 1e-2)]:
+            want = ops.photometric(xi, stages, u, dtype=out_dtype, **kw, **kwargs)
+            got = ops.photometric(xi.to(device), stages, u.to(device), dtype=out_dtype,
+                                  **{k: v.to(device) if isinstance(v, torch.Tensor) else v
+                                     for k, v in kw.items()}, **kwargs)
+            expect(f"{tag} {xi.dtype}->{out_dtype or xi.dtype}", got.float(), want.float(),
+                   exact=False, atol=atol)
+        xf, grad = x.float() / 255, torch.randn(shape, generator=g)
+        want = ops._photometric_backward(grad, xf, stages, u, **kw)
+        got = ops._photometric_backward(grad.to(device), xf.to(device), stages, u.to(device),
+                                        **{k: v.to(device) if isinstance(v, torch.Tensor) else v
+                                           for k, v in kw.items()})
+        expect(f"{tag} backward", got, want, exact=False)
+
+
 def check_lltm(device):
     """Forward and backward kernels, partial tiles (B not a multiple of 32, S not of 8) and the
     half types against the same op on the CPU."""
@@ -284,6 +326,7 @@ def main():
 
     check_color_transform(device)
     check_photometric(device)
+    check_photometric_ranged(device)
     check_lltm(device)
     if device.startswith("cuda"):
         check_jit(device)
