@@ -45,8 +45,9 @@ constexpr int kMaxStages = 16;
 
 // The kind of each slot: the same for every sample (the host's part of the program). Ranged
 // (the op's factor_ranges), slot k's factor is fma(width[k], u, low[k]) in float64, u its
-// `factors` entry, rounded to float32 (is_gamma_slot: exp of it): a transform's fresh draws pass
-// their uniforms, not the factors a kernel would make of them before each call.
+// `factors` entry, rounded to float32 (is_gamma_slot: exp of it; a kPermuteChannels slot: the
+// permutation number floor of it, see ranged_permutation): a transform's fresh draws pass their
+// uniforms, not the factors a kernel would make of them before each call.
 struct Program {
   int count;
   uint8_t kinds[kMaxStages];
@@ -63,6 +64,16 @@ C10_HOST_DEVICE inline bool is_gamma_slot(const Program& program, int64_t slot) 
   constexpr int kGammaOffset = kColorAugmentSlots - 1;
   return slot >= kGammaOffset && program.kinds[slot] == kColorParameter &&
          program.kinds[slot - kGammaOffset] == kColorAugment;
+}
+
+// A ranged kPermuteChannels slot's code for its value v: permutation floor(v), clamped to 0..5,
+// of the six of (0, 1, 2) in lexicographic order (NaN: the first). A uniform times 6 draws one
+// as torch.randperm(3) does.
+C10_HOST_DEVICE inline float ranged_permutation(double v) {
+  // the codes p0 + 3 p1 + 9 p2 (21, 15, 19, 7, 11, 5), 5 bits each: no table in memory
+  constexpr uint32_t kPackedCodes = 21u | 15u << 5 | 19u << 10 | 7u << 15 | 11u << 20 | 5u << 25;
+  const int number = (v >= 1) + (v >= 2) + (v >= 3) + (v >= 4) + (v >= 5);
+  return static_cast<float>(kPackedCodes >> (5 * number) & 31u);
 }
 
 // A reduction pass's partial statistics per block: contrast's sum of grays, or autocontrast's

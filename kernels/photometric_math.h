@@ -818,16 +818,25 @@ GPUAUG_PHOTO_NOINLINE C10_HOST_DEVICE D gamma_of_log(D log_gamma) {
   return std::exp(log_gamma);
 }
 
-// Sample n's factor of `slot`: its `factors` entry, or that uniform in the slot's range (a gamma
-// slot's: exp of the value in its range).
+// A ranged program's factor of `slot` for the uniform u: u in the slot's range, rounded to
+// float32 (a gamma slot's: exp of the value; a permutation's: ranged_permutation of the rounded
+// value). The CPU check of the values calls it too.
+C10_HOST_DEVICE inline float ranged_factor(const Program& program, int64_t slot, double u) {
+  double factor = std::fma(program.width[slot], u, program.low[slot]);
+  if (is_gamma_slot(program, slot)) factor = gamma_of_log(factor);
+  if (program.kinds[slot] == kPermuteChannels) {
+    return ranged_permutation(static_cast<float>(factor));
+  }
+  return static_cast<float>(factor);
+}
+
+// Sample n's factor of `slot`: its `factors` entry, or ranged_factor of that uniform.
 template <typename P>
 C10_HOST_DEVICE inline P slot_factor(const Program& program, const Rows<P>& rows, int64_t n,
                                      int64_t slot) {
   const P u = rows.factors[n][slot];
   if (!program.ranged) return u;
-  double factor = std::fma(program.width[slot], static_cast<double>(u), program.low[slot]);
-  if (is_gamma_slot(program, slot)) factor = gamma_of_log(factor);
-  return static_cast<P>(static_cast<float>(factor));
+  return static_cast<P>(ranged_factor(program, slot, static_cast<double>(u)));
 }
 
 // Sample n's step of `slot` (a color_augment stage's parameters from its parameter slots).

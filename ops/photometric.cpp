@@ -10,6 +10,7 @@
 
 #include "gpuaug/ops.h"
 #include "kernels/photometric.h"
+#include "kernels/photometric_math.h"
 #include "ops/checks.h"
 
 namespace gpuaug {
@@ -178,10 +179,7 @@ void check_factor_values(const Program& program, const at::Tensor& factors, bool
   for (int64_t n = 0; n < rows.size(0); ++n) {
     for (int j = 0; j < program.count; ++j) {
       double v = values[n][j];
-      if (program.ranged) {  // slot_factor's
-        v = std::fma(program.width[j], in_compute(v), program.low[j]);
-        v = static_cast<float>(is_gamma_slot(program, j) ? std::exp(v) : v);
-      }
+      if (program.ranged) v = ranged_factor(program, j, in_compute(v));
       const int kind = program.kinds[j];
       const char* name = kKindNames[kind];
       bool ok = true;
@@ -205,7 +203,7 @@ void check_factor_values(const Program& program, const at::Tensor& factors, bool
         case kPermuteChannels: {
           const int code = static_cast<int>(v);
           const int p0 = code % 3, p1 = code / 3 % 3, p2 = code / 9;
-          if (one_channel) {
+          if (one_channel && !program.ranged) {  // ranged: a permutation one channel ignores
             ok = v == 0, expected = "0 (the one channel stays)";
           } else {
             ok = v == code && code >= 0 && p2 < 3 && p0 != p1 && p1 != p2 && p0 != p2;

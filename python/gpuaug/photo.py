@@ -76,8 +76,10 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
     uniforms ``u``: slot k's factor is ``fma(width[k], u, low[k])`` in float64 (``u`` as float32,
     or float64 for a float64 image), rounded to float32; a ``COLOR_AUGMENT`` stage's gamma slot
     (its fifth parameter) takes ``exp`` of that value, its range being log gamma's, as
-    ColorAugment draws it. Fresh draws pass their uniforms so, saving the kernels that would make
-    factors of them.
+    ColorAugment draws it; a ``PERMUTE_CHANNELS`` slot takes the code of permutation number
+    ``floor`` of it (clamped to 0..5) of the six of (0, 1, 2) in lexicographic order, so that the
+    range [0, 6) draws one as ``torch.randperm(3)`` would. Fresh draws pass their uniforms so,
+    saving the kernels that would make factors of them.
     """
     return torch.ops.gpuaug.photometric(image, stages, factors, order=order, apply=apply,
                                         dtype=dtype, mean=mean, std=std,
@@ -127,12 +129,20 @@ def _in_ranges(u: torch.Tensor, ranges: torch.Tensor) -> torch.Tensor:
     return torch.addcmul(ranges[0], u.double(), ranges[1]).float()
 
 
-def _permutation_codes(u: torch.Tensor, channels: int, powers: torch.Tensor) -> torch.Tensor:
-    """Per row of ``u`` ([N, 3] uniforms) a random permutation of 3 channels, as the op's code
-    (``powers`` = [1, 3, 9] on u's device), [N, 1]."""
+# The op's codes p0 + 3 p1 + 9 p2 of the six permutations of (0, 1, 2), in lexicographic order.
+_PERMUTATION_CODES = [21.0, 15.0, 19.0, 7.0, 11.0, 5.0]
+# A permutation slot's range, [0, 6): six times a uniform, whose floor picks one (the op's ranged
+# permutation, as torch.randperm(3) draws one).
+_PERMUTATIONS = 6.0
+
+
+def _permutation_codes(values: torch.Tensor, channels: int, codes: torch.Tensor) -> torch.Tensor:
+    """The op's code of permutation floor(v) of ``codes`` (``_PERMUTATION_CODES`` on the values'
+    device) for each of ``values`` (a permutation slot's ranged factors, [N, 1]): what the op
+    makes of the uniforms; 0 (the one channel stays) for a 1-channel image."""
     if channels == 1:
-        return torch.zeros_like(u[:, :1])
-    return torch.argsort(u, dim=1).to(u.dtype).matmul(powers).unsqueeze(1)
+        return torch.zeros_like(values)
+    return codes[values.floor().clamp(0, 5).long()]
 
 
 def _check_params(params: Dict[str, torch.Tensor], keys: List[str]) -> None:
@@ -225,6 +235,14 @@ class _Photometric(nn.Module):
     def _program_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         return self._params_from(u, image)
 
+    def _affine_terms(self) -> Optional[List[List[float]]]:
+        """Where the program's draws are affine in the uniforms, each slot's term for a Compose's
+        fresh draws: [factor column, coin column, key column, low, scale, p, key offset, key
+        scale], columns of this transform's uniforms or -1 (none); the factor is low + scale u
+        (the op's factor_ranges), applied where u < p (2: always), the key offset + key scale u
+        in [0, 1), its order. None where the draws are not affine."""
+        return None
+
 
 class ColorJitter(_Photometric):
     """torchvision.transforms.v2.ColorJitter with factors and order drawn per sample.
@@ -300,6 +318,10 @@ class ColorJitter(_Photometric):
         return _params(factors, torch.argsort(keys, dim=1, stable=True),
                        self.enabled_row.expand(n, 4))
 
+    def _affine_terms(self) -> Optional[List[List[float]]]:
+        m, c = len(self.program), self.constants.tolist()
+        return [[j, -1, m + j, c[0][j], c[1][j], 2.0, 0.0, 1.0] for j in range(m)]
+
 
 class _RandomApply(_Photometric):
     """One stage with one factor, applied to each sample with probability p."""
@@ -323,6 +345,9 @@ class _RandomApply(_Photometric):
             self.order_row = self.order_row.to(image.device)
         n = u.shape[0]
         return _params(self.factor_row.expand(n, 1), self.order_row.expand(n, 1), u < self.p)
+
+    def _affine_terms(self) -> Optional[List[List[float]]]:
+        return [[-1, 0, -1, self.factor, 0.0, self.p, 0.0, 0.0]]
 
 
 class RandomGrayscale(_RandomApply):
@@ -386,21 +411,39 @@ class RandomChannelPermutation(_Photometric):
     """torchvision.transforms.v2.RandomChannelPermutation, a permutation per sample."""
 
     def __init__(self, *, generator: Optional[torch.Generator] = None) -> None:
-        super().__init__([Stage.PERMUTE_CHANNELS], 3, generator)
-        self.register_buffer("powers", torch.tensor([1.0, 3.0, 9.0]), persistent=False)
+        super().__init__([Stage.PERMUTE_CHANNELS], 1, generator)
+        self.register_buffer("constants", torch.tensor([[0.0], [_PERMUTATIONS]],
+                                                       dtype=torch.float64), persistent=False)
+        self.draw_ranges = self.constants.flatten().tolist()
+        self.register_buffer("codes", torch.tensor(_PERMUTATION_CODES), persistent=False)
         self.register_buffer("order_row", torch.zeros(1, dtype=torch.long), persistent=False)
         self.register_buffer("apply_row", torch.ones(1, dtype=torch.bool), persistent=False)
 
-    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        if self.powers.device != image.device:
-            self.powers = self.powers.to(image.device)
+    def _rows(self, image: torch.Tensor) -> None:
         if self.order_row.device != image.device:
             self.order_row = self.order_row.to(image.device)
         if self.apply_row.device != image.device:
             self.apply_row = self.apply_row.to(image.device)
+
+    def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        # the uniform alone, which the op makes a permutation of (draw_ranges)
+        self._rows(image)
+        u = self._uniforms(image)
         n = u.shape[0]
-        factors = _permutation_codes(u, image.shape[-3], self.powers)
+        return _params(u, self.order_row.expand(n, 1), self.apply_row.expand(n, 1))
+
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        self._rows(image)
+        if self.constants.device != image.device:
+            self.constants = self.constants.to(image.device)
+        if self.codes.device != image.device:
+            self.codes = self.codes.to(image.device)
+        n = u.shape[0]
+        factors = _permutation_codes(_in_ranges(u, self.constants), image.shape[-3], self.codes)
         return _params(factors, self.order_row.expand(n, 1), self.apply_row.expand(n, 1))
+
+    def _affine_terms(self) -> Optional[List[List[float]]]:
+        return [[0, -1, -1, 0.0, _PERMUTATIONS, 2.0, 0.0, 0.0]]
 
 
 class _ColorAugmentStage(_Photometric):
@@ -444,6 +487,11 @@ class _ColorAugmentStage(_Photometric):
         factors = torch.cat([values[:, :5], values[:, 5:].exp()], dim=1).float()
         return _params(factors, self.order_row.expand(n, 6), (u[:, 6:] < self.p).expand(n, 6))
 
+    def _affine_terms(self) -> Optional[List[List[float]]]:
+        # one coin for the six slots, in slot order; the op takes the gamma slot's exp
+        c = self.constants.tolist()
+        return [[j, 6, -1, c[0][j], c[1][j], self.p, 0.0, 0.0] for j in range(6)]
+
 
 class RandomPhotometricDistort(_Photometric):
     """torchvision.transforms.v2.RandomPhotometricDistort, every draw per sample: brightness,
@@ -455,30 +503,55 @@ class RandomPhotometricDistort(_Photometric):
                  saturation: Tuple[float, float] = (0.5, 1.5),
                  hue: Tuple[float, float] = (-0.05, 0.05), p: float = 0.5, *,
                  generator: Optional[torch.Generator] = None) -> None:
+        # per sample: the four factors' uniforms and the permutation's, five coins, the coin
+        # that puts contrast after saturation and hue
         super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE,
-                          Stage.PERMUTE_CHANNELS], 13, generator)
+                          Stage.PERMUTE_CHANNELS], 11, generator)
         ranges = [brightness, contrast, saturation, hue]
         self.p = float(p)
-        # rows: low, high - low (brightness, contrast, saturation, hue), the permutation's powers
+        # rows: low, high - low per slot, float32 values (see _in_ranges)
         self.register_buffer("constants", torch.tensor(
-            [[float(r[0]) for r in ranges], [float(r[1]) - float(r[0]) for r in ranges],
-             [1.0, 3.0, 9.0, 0.0]]), persistent=False)
+            [[float(r[0]) for r in ranges] + [0.0],
+             [float(r[1]) - float(r[0]) for r in ranges] + [_PERMUTATIONS]],
+            dtype=torch.float32).double(), persistent=False)
+        self.draw_ranges = self.constants.flatten().tolist()
+        self.register_buffer("codes", torch.tensor(_PERMUTATION_CODES), persistent=False)
         # slots: brightness 0, contrast 1, saturation 2, hue 3, permutation 4; contrast runs
         # second or fourth
         self.register_buffer("orders", torch.tensor([[0, 1, 2, 3, 4], [0, 2, 3, 1, 4]]),
                              persistent=False)
+        # the same orders as keys of the last coin u, offset + scale u: contrast's 0.125 + 0.75 u
+        # (exact) sorts before saturation's and hue's, 0.5 less 2^-40, where u < 0.5
+        self.register_buffer("order_keys", torch.tensor(
+            [[0.0, 0.125, 0.5 - 2.0 ** -40, 0.5 - 2.0 ** -40, 0.9375], [0.0, 0.75, 0.0, 0.0, 0.0]],
+            dtype=torch.float64), persistent=False)
+
+    def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        # the factors' uniforms (draw_ranges), the order as keys, the coins: three kernels
+        if self.order_keys.device != image.device:
+            self.order_keys = self.order_keys.to(image.device)
+        u = self._uniforms(image)
+        return _params(u[:, :5], torch.addcmul(self.order_keys[0], u[:, 10:], self.order_keys[1]),
+                       u[:, 5:10] < self.p)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         if self.constants.device != image.device:
             self.constants = self.constants.to(image.device)
+        if self.codes.device != image.device:
+            self.codes = self.codes.to(image.device)
         if self.orders.device != image.device:
             self.orders = self.orders.to(image.device)
-        c = self.constants
-        factors = torch.cat([torch.addcmul(c[0], u[:, :4], c[1]),
-                             _permutation_codes(u[:, 4:7], image.shape[-3], c[2, :3])], dim=1)
-        apply = u[:, 7:12] < self.p
-        order = torch.where(u[:, 12:13] < 0.5, self.orders[0], self.orders[1])
+        values = _in_ranges(u[:, :5], self.constants)
+        factors = torch.cat([values[:, :4],
+                             _permutation_codes(values[:, 4:], image.shape[-3], self.codes)], 1)
+        apply = u[:, 5:10] < self.p
+        order = torch.where(u[:, 10:] < 0.5, self.orders[0], self.orders[1])
         return _params(factors, order, apply)
+
+    def _affine_terms(self) -> Optional[List[List[float]]]:
+        c, k = self.constants.tolist(), self.order_keys.tolist()
+        return [[j, 5 + j, 10 if j == 1 else -1, c[0][j], c[1][j], self.p, k[0][j], k[1][j]]
+                for j in range(5)]
 
 
 def _color_augment_stage(augment: nn.Module) -> _ColorAugmentStage:
@@ -551,46 +624,24 @@ class Compose(_Photometric):
         self._affine_tables(transforms)
 
     def _affine_tables(self, transforms: Sequence[_Photometric]) -> None:
-        """Where every transform's draws are affine in its uniforms (ColorJitter's, the
-        one-stage transforms', ColorAugment's, whose gamma the op takes as exp of its affine log),
-        fresh draws are one gather of the uniforms' columns and three element-wise kernels: per
-        slot, factor = low + scale u[factor column], applied where u[apply column] < p, key =
-        transform's index + u[key column] (ColorJitter's order) or the index alone. A term that
-        draws nothing reads column 0 and ignores it (scale 0, or p = 2 for ColorJitter's slots,
-        always applied)."""
-        self.affine = len(self.stages) > 0 and all(
-            isinstance(t, (ColorJitter, _RandomApply, _ColorAugmentStage)) for t in transforms)
-        columns: List[List[int]] = [[], [], []]  # factor, apply, key
+        """Where every transform's draws are affine in its uniforms (``_affine_terms``), fresh
+        draws are one gather of the uniforms' columns and three element-wise kernels: per slot,
+        factor = low + scale u[factor column] (made by the op), applied where u[coin column] < p,
+        key = transform's index + key offset + key scale u[key column]. A term that reads no
+        column reads column 0 and ignores it (scale 0, or p = 2)."""
+        terms = [t._affine_terms() for t in transforms]
+        self.affine = len(self.stages) > 0 and all(t is not None for t in terms)
+        columns: List[List[int]] = [[], [], []]  # factor, coin, key
         rows: List[List[float]] = [[], [], []]  # low, scale, p
         keys: List[List[float]] = [[], []]  # offset, scale
-        for i, t in enumerate(transforms if self.affine else []):
+        for i, slots in enumerate(terms if self.affine else []):
             first = self.columns[i]
-            if isinstance(t, ColorJitter):
-                m = len(t.program)
-                constants = t.constants.tolist()
-                for j in range(m):
-                    for k, v in enumerate([first + j, 0, first + m + j]):
-                        columns[k].append(v)
-                    for k, v in enumerate([constants[0][j], constants[1][j], 2.0]):
-                        rows[k].append(v)
-                    keys[0].append(float(i))
-                    keys[1].append(1.0)
-            elif isinstance(t, _ColorAugmentStage):  # six slots, one coin, in slot order
-                constants = t.constants.tolist()
-                for j in range(len(t.program)):
-                    for k, v in enumerate([first + j, first + len(t.program), 0]):
-                        columns[k].append(v)
-                    for k, v in enumerate([constants[0][j], constants[1][j], t.p]):
-                        rows[k].append(v)
-                    keys[0].append(float(i))
-                    keys[1].append(0.0)
-            elif isinstance(t, _RandomApply):
-                for k, v in enumerate([0, first, 0]):
-                    columns[k].append(v)
-                for k, v in enumerate([t.factor, 0.0, t.p]):
-                    rows[k].append(v)
-                keys[0].append(float(i))
-                keys[1].append(0.0)
+            for term in slots or []:
+                for k in range(3):
+                    columns[k].append(0 if term[k] < 0 else first + int(term[k]))
+                    rows[k].append(float(term[3 + k]))
+                keys[0].append(i + term[6])
+                keys[1].append(term[7])
         self.register_buffer("affine_columns", torch.tensor(columns[0] + columns[1] + columns[2],
                                                             dtype=torch.long), persistent=False)
         self.register_buffer("affine_rows", torch.tensor(rows, dtype=torch.float32)

@@ -219,14 +219,15 @@ def check_photometric(device):
 
 def check_photometric_ranged(device):
     """Ranged factors (uniforms the kernels map through factor_ranges, a color_augment gamma slot
-    through exp), as a fresh Compose(ColorAugment, ColorJitter) passes them, with float64 keys:
+    through exp, a permutation's through its floor), as a fresh Compose(ColorAugment,
+    ColorJitter, RandomChannelPermutation) passes them, with float64 keys:
     the vectorised path planar and interleaved, halves and whole images in shared memory, the
     per-element path, and the backward for a float image."""
     g = torch.Generator().manual_seed(90)
     sms = torch.cuda.get_device_properties(device).multi_processor_count if device != "cpu" else 4
-    stages = [12] + [13] * 5 + [1, 2, 3, 4]
-    lows = [0.8, 0.8, 0.8, -0.1, 0.8, -0.5, 0.6, 0.6, 0.6, -0.1]
-    widths = [0.4, 0.4, 0.4, 0.2, 0.4, 1.0, 0.8, 0.8, 0.8, 0.2]
+    stages = [12] + [13] * 5 + [1, 2, 3, 4, 9]
+    lows = [0.8, 0.8, 0.8, -0.1, 0.8, -0.5, 0.6, 0.6, 0.6, -0.1, 0.0]
+    widths = [0.4, 0.4, 0.4, 0.2, 0.4, 1.0, 0.8, 0.8, 0.8, 0.2, 6.0]
     for shape, interleaved in [((4, 3, 16, 32), False), ((4, 3, 16, 32), True),
                                ((3, 3, 5, 7), False), ((2 * sms, 3, 150, 156), False),
                                ((2 * sms, 3, 150, 156), True), ((2 * sms, 3, 144, 160), False)]:
@@ -236,7 +237,7 @@ def check_photometric_ranged(device):
             x = x.contiguous(memory_format=torch.channels_last)
         u = torch.rand(n, len(stages), generator=g)
         keys = torch.rand(n, len(stages), generator=g, dtype=torch.float64) + \
-            torch.tensor([0.0] * 6 + [1.0] * 4, dtype=torch.float64)
+            torch.tensor([0.0] * 6 + [1.0] * 4 + [2.0], dtype=torch.float64)
         apply = torch.rand(n, len(stages), generator=g) < 0.8
         kw = dict(order=keys, apply=apply, factor_ranges=lows + widths)
         tag = f"photometric ranged {list(shape)}{' interleaved' if interleaved else ''}"

@@ -524,9 +524,20 @@ def test_compose_fresh_draws_replay(jitter, device):
                          T.RandomInvert(0.4)], dtype=torch.float32)
     assert augment.affine  # gamma as exp of its log's range, in the op
     draws_alike(augment)
-    other = T.Compose([T.ColorJitter(*jitter), T.RandomChannelPermutation()])
-    assert not other.affine
-    draws_alike(other)
+    every = T.Compose([T.ColorJitter(*jitter), T.RandomChannelPermutation(),
+                       T.RandomPhotometricDistort(p=0.6), T.RandomEqualize(0.5)])
+    assert every.affine  # a permutation as the floor of six times a uniform, in the op
+    draws_alike(every)
+    # a generator of a transform's own: sample_params' way, the same values
+    own = T.Compose([T.ColorJitter(*jitter), T.RandomChannelPermutation(
+        generator=torch.Generator(device=device))])
+    assert own._own_generators()
+    own.transforms[1].generator.manual_seed(8)
+    torch.manual_seed(21)
+    params = own.sample_params(image)
+    own.transforms[1].generator.manual_seed(8)
+    torch.manual_seed(21)
+    assert torch.equal(own(image), own(image, params))
     with pytest.raises(TypeError, match="Threshold should be less or equal"):
         T.Compose([T.RandomSolarize(300.0)])(make_image([2, 3, 4, 4], torch.float32, device, 1))
 
@@ -613,6 +624,58 @@ def test_factor_ranges_gamma(device):
     ranged = gpuaug.photometric(image, stages, u.to(device), factor_ranges=lows + widths)
     explicit = gpuaug.photometric(image, stages, factors.float().to(device))
     assert torch.equal(ranged, explicit) and not torch.equal(ranged, image)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels", [1, 3])
+def test_factor_ranges_permutation(channels, device):
+    """A ranged permutation slot takes permutation floor(float32(fma)) of the six, clamped, in
+    lexicographic order (an independent list here): its boundaries, the clamp above, and a
+    1-channel image, which any permutation leaves as it is."""
+    image = make_image([10, channels, 5, 6], torch.uint8, device, seed=36)
+    u = torch.tensor([0.0, 1 / 6 - 2 ** -26, 1 / 6, 0.34, 0.5, 0.51, 0.7, 5 / 6,
+                      1 - 2 ** -24, 1.0]).view(10, 1)
+    numbers = [min(5, math.floor(v)) for v in (u * 6).flatten().tolist()]
+    assert numbers == [0, 0, 1, 2, 3, 3, 4, 5, 5, 5]
+    permutations = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
+    expected = image if channels == 1 else torch.stack(
+        [image[n, list(permutations[k])] for n, k in enumerate(numbers)])
+    ranged = gpuaug.photometric(image, [Stage.PERMUTE_CHANNELS], u.to(device),
+                                factor_ranges=[0.0, 6.0])
+    assert torch.equal(ranged, expected)
+    assert channels == 1 or not torch.equal(ranged, image)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float64])
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("name", ["RandomPhotometricDistort", "RandomChannelPermutation"])
+def test_permuting_fresh_draws_replay(name, channels, dtype, device):
+    """RandomPhotometricDistort's and RandomChannelPermutation's own draws (the uniforms with
+    their ranges, Distort's order as keys) are sample_params' for the same generator state."""
+    image = make_image([32, channels, 7, 9], dtype, device, seed=15)
+
+    def transform():
+        g = torch.Generator(device=device).manual_seed(6)
+        if name == "RandomChannelPermutation":
+            return T.RandomChannelPermutation(generator=g)
+        return T.RandomPhotometricDistort(p=0.7, generator=g)
+    params = transform().sample_params(image)
+    assert torch.equal(transform()(image), transform()(image, params))
+
+
+def test_permutation_and_order_draws():
+    """Distort's permutations cover the six evenly, contrast runs second about half the time,
+    and the 1-channel permutation is none."""
+    image = torch.zeros([6000, 3, 1, 1], dtype=torch.uint8)
+    params = T.RandomPhotometricDistort(generator=torch.Generator().manual_seed(2)) \
+        .sample_params(image)
+    counts = torch.stack([(params["factors"][:, 4] == c).sum() for c in (21, 15, 19, 7, 11, 5)])
+    assert counts.sum() == 6000 and (counts > 880).all() and (counts < 1120).all()
+    second = (params["order"][:, 1] == 1).double().mean().item()
+    assert 0.46 < second < 0.54
+    gray = T.RandomChannelPermutation().sample_params(image[:, :1])
+    assert (gray["factors"] == 0).all()
 
 
 def test_jitter_ranges_as_torchvision():

@@ -59,7 +59,9 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
 // bool) which of them it runs; with factor_ranges (2K values: each slot's low, then each slot's
 // width) factors are uniforms u, slot k's factor fma(width[k], u, low[k]) in float64 (u as the
 // compute type holds it: float32, float64 for a float64 image), rounded to float32 (a
-// color_augment stage's gamma slot: exp of it, its range log gamma's). The image is
+// color_augment stage's gamma slot: exp of it, its range log gamma's; a permutation slot: the
+// code of permutation floor of it, clamped to 0..5, of the six of (0, 1, 2) in lexicographic
+// order, so that the range [0, 6) draws one uniformly). The image is
 // [C, H, W], [N, C, H, W] or [N, T, C, H, W] with C 1 or 3, uint8 or floating; `dtype` converts
 // the output as to_dtype(scale=True), then mean / std normalise it. Differentiable in a floating
 // image with a floating output (not in the factors, nor through autocontrast or equalize).
