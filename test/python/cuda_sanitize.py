@@ -28,6 +28,12 @@ def expect(label, actual, expected, exact=True, atol=1e-2):
         failures.append(label)
         print(f"MISMATCH {label}\n  got      {actual.flatten()[:8].tolist()}\n"
               f"  expected {expected.flatten()[:8].tolist()}")
+        if actual.shape == expected.shape:  # how many, and the worst
+            diff = (actual.double() - expected.double()).abs().nan_to_num(float("inf"))
+            worst = int(diff.flatten().argmax())
+            off = ~torch.isclose(actual.double(), expected.double(), rtol=1e-2, atol=atol)
+            print(f"  {int(off.sum())} of {diff.numel()} off; the worst at {worst}: got "
+                  f"{actual.flatten()[worst].item()}, expected {expected.flatten()[worst].item()}")
 
 
 def rand(shape, dtype, device, seed):

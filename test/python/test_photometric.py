@@ -137,6 +137,9 @@ def assert_matches_torchvision(out, expected, dtype, differentiable_chain=True):
 def test_matches_torchvision(name, channels, dtype, device):
     image = make_image([5, channels, 13, 29], dtype, device, seed=channels)
     transform = every_transform(dtype)[name]
+    # seeded draws: in a half type, a value one unit off before posterize, then autocontrast,
+    # can move an image's minimum and so every value of it, which the fraction below counts
+    torch.manual_seed(channels)
     params = transform.sample_params(image)
     out = transform(image, params)
     expected = torchvision_batch(image, transform.stages, params)
