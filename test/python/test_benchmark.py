@@ -80,6 +80,23 @@ def test_gpu_time_excludes_a_slow_host():
 
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+def test_host_time_excludes_a_full_launch_queue():
+    # 1 ms of GPU work in 40 launches: 100 bursts of one call queue 4000 launches behind their
+    # holds, more than CUDA's launch queue takes. The host's time must stay its launching, not
+    # the GPU's pace it falls to once the queue is full (over 1.5 ms a call with the holds).
+    device = torch.device("cuda")
+    cycles = int(torch.cuda.get_device_properties(device).clock_rate) // 40  # kHz: 1 ms / 40
+
+    def many_launches():
+        for _ in range(40):
+            torch.cuda._sleep(cycles)
+
+    timing = harness.timed(many_launches, [()], device, warmup=2, runs=100)
+    assert 0.9 <= timing.gpu_ms < 1.5
+    assert timing.host_ms < 0.6
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 def test_steady_stream_is_the_pace_of_calls():
     # 0.5 ms of host work, then 1 ms of GPU work: a stream of such calls runs at the GPU's pace
     # (the host prepares the next call while the GPU runs this one), 1 ms a call, not the 1.5 ms

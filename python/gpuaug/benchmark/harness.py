@@ -77,9 +77,7 @@ def input_sets(make_inputs: Callable[[], tuple[Any, ...]],
 
 # What the GPU is held for per call of a burst, at least: more than the host needs to launch one
 # call of most cases. Where a calibration burst shows the host needs longer, the hold is longer:
-# HOST_MARGIN times that burst's time, since a later burst may take the host longer (at 1.5, an
-# H100 run timed RandomPhotometricDistort, 0.95 ms of host time a call, at 0.248 ms against the
-# 0.117 its GPU takes: the GPU had waited on the host).
+# HOST_MARGIN times that burst's time, since a later burst may take the host longer.
 HOLD_US_PER_CALL = 30
 HOST_MARGIN = 3.0
 
@@ -147,6 +145,12 @@ def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.dev
     host = []
     for i, (start, end) in enumerate(events):
         if hold_gpu and not latency:
+            # Each burst starts on an idle GPU. Queued behind the earlier bursts and their holds,
+            # the host filled CUDA's launch queue and then launched at the GPU's pace: calls of
+            # several kernels (RandomPhotometricDistort, a Compose) read 0.2-1.3 ms of host time
+            # a call, and at times the GPU ran out of hold and waited on the blocked host
+            # (Distort once at 0.248 ms of GPU time against 0.117).
+            torch.cuda.synchronize()
             torch.cuda._sleep(hold_cycles)
         t0 = time.perf_counter()
         if not steady:
