@@ -1,5 +1,6 @@
 """The benchmark harness (python -m gpuaug.benchmark), on the CPU (host clock) and, where there is
 one, on the GPU (CUDA events behind a hold sized to the host's launch time)."""
+import itertools
 import json
 import time
 
@@ -94,6 +95,24 @@ def test_host_time_excludes_a_full_launch_queue():
     timing = harness.timed(many_launches, [()], device, warmup=2, runs=100)
     assert 0.9 <= timing.gpu_ms < 1.5
     assert timing.host_ms < 0.6
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+def test_gpu_time_excludes_host_stalls():
+    # 0.6 ms of GPU work a call; one call stalls the host for 5 ms first, far past the hold its
+    # calibration asked for: the burst it falls in is timed again with a longer hold, so that the
+    # mean stays the GPU's time (with the GPU waiting on the stall, about 0.85 ms).
+    device = torch.device("cuda")
+    cycles = int(0.6 * torch.cuda.get_device_properties(device).clock_rate)  # kHz: 0.6 ms
+    calls = itertools.count()
+
+    def stalling():
+        if next(calls) == 15:
+            time.sleep(5e-3)
+        torch.cuda._sleep(cycles)
+
+    timing = harness.timed(stalling, [()], device, warmup=2, runs=20, mean=True)
+    assert 0.55 <= timing.gpu_ms < 0.7
 
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
