@@ -156,9 +156,10 @@ def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.dev
                 # holds, the host filled CUDA's launch queue and then launched at the GPU's pace
                 # (RandomPhotometricDistort read 0.2-1.3 ms of host time a call, and once 0.248 ms
                 # of GPU time against 0.117, the GPU waiting on the blocked host). One untimed
-                # call after the wait, so that the burst's host time is that of a warm host.
+                # call after the wait, so that the burst's host time is that of a warm host, on
+                # the input set before the burst's first (whose input it would leave in L2).
                 torch.cuda.synchronize()
-                fn(*sets[(i * burst) % len(sets)])
+                fn(*sets[(i * burst - 1) % len(sets)])
                 torch.cuda._sleep(hold_cycles)
             t0 = time.perf_counter()
             if not steady:
