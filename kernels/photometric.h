@@ -7,6 +7,7 @@
 #include <c10/macros/Macros.h>
 #include <c10/util/ArrayRef.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <type_traits>
@@ -47,7 +48,12 @@ constexpr int kMaxStages = 16;
 // (the op's factor_ranges), slot k's factor is fma(width[k], u, low[k]) in float64, u its
 // `factors` entry, rounded to float32 (is_gamma_slot: exp of it; a kPermuteChannels slot: the
 // permutation number floor of it, see ranged_permutation): a transform's fresh draws pass their
-// uniforms, not the factors a kernel would make of them before each call.
+// uniforms, not the factors a kernel would make of them before each call. Drawn (factor_ranges'
+// long form), `factors` holds each sample's uniforms, which give every slot's factor, coin and
+// order key by column (-1: none): the draws need no kernels of their own.
+// factor_ranges' values per slot in its long (drawn) form.
+constexpr size_t kDrawnTerms = 8;
+
 struct Program {
   int count;
   uint8_t kinds[kMaxStages];
@@ -56,6 +62,13 @@ struct Program {
   bool ranged;
   double low[kMaxStages];
   double width[kMaxStages];
+  bool drawn;
+  int factor_column[kMaxStages];  // its uniform (none: u = 0, the factor is low)
+  int coin_column[kMaxStages];    // applied where float32(u) < float32(coin_below) (none: always)
+  double coin_below[kMaxStages];
+  int key_column[kMaxStages];  // key fma(key_width, u, key_low) in float64 (none: key_low)
+  double key_low[kMaxStages];
+  double key_width[kMaxStages];
 };
 
 // Whether `slot` is a color_augment stage's gamma (its fifth parameter slot). Ranged, its range

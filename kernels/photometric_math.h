@@ -777,38 +777,63 @@ C10_HOST_DEVICE inline int rank_in_row(const K* keys, int k, int s) {
   return rank;
 }
 
+// A drawn program's order key of `slot` for sample n.
+template <typename P>
+C10_HOST_DEVICE inline double drawn_key(const Program& program, const Rows<P>& rows, int64_t n,
+                                        int slot) {
+  const int column = program.key_column[slot];
+  if (column < 0) return program.key_low[slot];
+  return std::fma(program.key_width[slot], static_cast<double>(rows.factors[n][column]),
+                  program.key_low[slot]);
+}
+
 // The position slot s takes in sample n's order when keys give it.
 template <typename P>
-C10_HOST_DEVICE inline int key_rank(const Rows<P>& rows, int64_t n, int k, int s) {
+C10_HOST_DEVICE inline int key_rank(const Program& program, const Rows<P>& rows, int64_t n, int k,
+                                    int s) {
+  if (program.drawn) {
+    const double key = drawn_key(program, rows, n, s);
+    int rank = 0;
+    for (int i = 0; i < k; ++i) rank += key_before(drawn_key(program, rows, n, i), i, key, s);
+    return rank;
+  }
   return rows.float_keys ? rank_in_row(rows.float_keys[n], k, s)
                          : rank_in_row(rows.double_keys[n], k, s);
 }
 
 template <typename P>
-C10_HOST_DEVICE inline bool has_keys(const Rows<P>& rows) {
-  return rows.float_keys || rows.double_keys;
+C10_HOST_DEVICE inline bool has_keys(const Program& program, const Rows<P>& rows) {
+  return program.drawn || rows.float_keys || rows.double_keys;
 }
 
 // `slot` where sample n runs it, else -1: outside 0..K-1 (an order that is not a permutation:
 // the op's documented "skipped") or not applied.
 template <typename P>
-C10_HOST_DEVICE inline int64_t if_applied(const Rows<P>& rows, int64_t n, int k, int64_t slot) {
+C10_HOST_DEVICE inline int64_t if_applied(const Program& program, const Rows<P>& rows, int64_t n,
+                                          int k, int64_t slot) {
   if (slot < 0 || slot >= k) return -1;
+  if (program.drawn) {
+    const int column = program.coin_column[slot];
+    if (column < 0) return slot;
+    const float coin = static_cast<float>(rows.factors[n][column]);
+    return coin < static_cast<float>(program.coin_below[slot]) ? slot : -1;
+  }
   return rows.apply && !rows.apply[n][slot] ? -1 : slot;
 }
 
 // The slot sample n runs at position j of its order, or -1 where it runs none there.
 template <typename P>
-C10_HOST_DEVICE inline int64_t applied_slot(const Rows<P>& rows, int64_t n, int k, int j) {
+C10_HOST_DEVICE inline int64_t applied_slot(const Program& program, const Rows<P>& rows,
+                                            int64_t n, int k, int j) {
   int64_t slot = j;
   if (rows.order) {
     slot = rows.order[n][j];
-  } else if (has_keys(rows)) {
+  } else if (has_keys(program, rows)) {
     for (int s = 0; s < k; ++s) {
-      if (key_rank(rows, n, k, s) == j) slot = s;
+      if (key_rank(program, rows, n, k, s) == j) slot = s;
     }
   }
-  return if_applied(rows, n, k, slot);
+  return if_applied(program, rows, n, k, slot);
 }
 
 // Out of line on the GPU: a sample's program decodes it once, and inlined into every kernel it
@@ -830,11 +855,13 @@ C10_HOST_DEVICE inline float ranged_factor(const Program& program, int64_t slot,
   return static_cast<float>(factor);
 }
 
-// Sample n's factor of `slot`: its `factors` entry, or ranged_factor of that uniform.
+// Sample n's factor of `slot`: its `factors` entry, or ranged_factor of that uniform (drawn:
+// of its column's).
 template <typename P>
 C10_HOST_DEVICE inline P slot_factor(const Program& program, const Rows<P>& rows, int64_t n,
                                      int64_t slot) {
-  const P u = rows.factors[n][slot];
+  const int64_t column = program.drawn ? program.factor_column[slot] : slot;
+  const P u = column < 0 ? P(0) : rows.factors[n][column];
   if (!program.ranged) return u;
   return static_cast<P>(ranged_factor(program, slot, static_cast<double>(u)));
 }
@@ -868,7 +895,7 @@ C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const Row
   prog.reduce_at = -1;
   const int k = program.count;
   for (int j = 0; j < k; ++j) {
-    const int64_t slot = applied_slot(rows, n, k, j);
+    const int64_t slot = applied_slot(program, rows, n, k, j);
     if (!has_step(program, slot)) continue;
     const Step<P> s = slot_step(program, rows, n, slot);
     if (prog.reduce_at < 0 && is_reduction(s.kind)) prog.reduce_at = prog.count;

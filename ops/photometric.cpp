@@ -6,6 +6,8 @@
 #include <ATen/ops/arange.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "gpuaug/ops.h"
@@ -141,15 +143,46 @@ Program make_program(c10::IntArrayRef stages,
               "got ", std::to_string(reductions));
   if (!factor_ranges.has_value()) return program;
   const size_t k = stages.size();
-  TORCH_CHECK(factor_ranges->size() == 2 * k, kOp, ": expected 'factor_ranges' of length ",
-              std::to_string(2 * k), " (each slot's low, then each slot's width), but got ",
-              std::to_string(factor_ranges->size()));
+  const auto& ranges = *factor_ranges;
+  TORCH_CHECK(ranges.size() == 2 * k || ranges.size() == kDrawnTerms * k, kOp,
+              ": expected 'factor_ranges' of length ", std::to_string(2 * k),
+              " (each slot's low, then each slot's width) or ", std::to_string(kDrawnTerms * k),
+              " (those, then each slot's factor column, coin column, coin bound, key column, "
+              "key low and key width), but got ", std::to_string(ranges.size()));
   program.ranged = true;
+  program.drawn = k > 0 && ranges.size() == kDrawnTerms * k;
+  const auto term = [&](size_t t, size_t i) { return ranges[t * k + i]; };
+  const auto column = [&](size_t t, size_t i, const char* what) {
+    const double v = term(t, i);
+    TORCH_CHECK(v == std::floor(v) && v >= -1 && v < (1 << 20), kOp, ": expected slot ",
+                std::to_string(i), "'s ", what,
+                " column in 'factor_ranges' to be an index of a column of 'factors', or -1 for "
+                "none, but got ", number_str(v));
+    return static_cast<int>(v);
+  };
   for (size_t i = 0; i < k; ++i) {
-    program.low[i] = (*factor_ranges)[i];
-    program.width[i] = (*factor_ranges)[k + i];
+    program.low[i] = term(0, i);
+    program.width[i] = term(1, i);
+    if (!program.drawn) continue;
+    program.factor_column[i] = column(2, i, "factor");
+    program.coin_column[i] = column(3, i, "coin");
+    program.coin_below[i] = term(4, i);
+    program.key_column[i] = column(5, i, "key");
+    program.key_low[i] = term(6, i);
+    program.key_width[i] = term(7, i);
   }
   return program;
+}
+
+// The number of columns a drawn program reads of `factors`: one past its largest column.
+int64_t drawn_columns(const Program& program) {
+  int64_t columns = 0;
+  for (int i = 0; i < program.count; ++i) {
+    for (const int c : {program.factor_column[i], program.coin_column[i], program.key_column[i]}) {
+      columns = std::max<int64_t>(columns, c + 1);
+    }
+  }
+  return columns;
 }
 
 // order, factors and apply: [K] (every sample) or [N, K], on the image's device.
@@ -167,18 +200,43 @@ void check_per_slot(const char* name, const at::Tensor& t, const at::Tensor& ima
               " like 'image', but got ", t.device());
 }
 
+// A drawn program's uniforms: [U] or [N, U], U at least the columns it reads; order and apply
+// come from them.
+void check_drawn(const Program& program, const at::Tensor& factors, const at::Tensor& image,
+                 const std::optional<at::Tensor>& order,
+                 const std::optional<at::Tensor>& apply) {
+  TORCH_CHECK(!order.has_value() && !apply.has_value(), kOp,
+              ": 'factor_ranges' of length ", std::to_string(kDrawnTerms * program.count),
+              " draws the order and the coins from 'factors': expected no '",
+              order.has_value() ? "order" : "apply", "'");
+  TORCH_CHECK(at::isFloatingType(factors.scalar_type()), kOp,
+              ": expected 'factors' (uniforms) of dtype float32, float64, float16 or bfloat16, "
+              "but got ", factors.scalar_type());
+  const auto n = sample_count(image);
+  const int64_t columns = drawn_columns(program);
+  const bool shape_ok = (factors.dim() == 1 || (factors.dim() == 2 && factors.sym_size(0) == n)) &&
+                        factors.sym_size(-1) >= columns;
+  TORCH_CHECK(shape_ok, kOp, ": expected 'factors' (uniforms) of shape [U] or [", size_str(n),
+              ", U] with U >= ", std::to_string(columns),
+              " (the columns 'factor_ranges' reads) for an image of shape ",
+              shape_str(image.sym_sizes()), ", but got ", shape_str(factors.sym_sizes()));
+  TORCH_CHECK(factors.device() == image.device(), kOp, ": expected 'factors' on ",
+              image.device(), " like 'image', but got ", factors.device());
+}
+
 // Values are checked where they are on the CPU (no synchronisation); on the GPU the kernels apply
 // the formulas to whatever they hold and skip order entries that are not slots. Ranged, the
 // factors the kernels make of the uniforms (slot_factor) are checked.
 void check_factor_values(const Program& program, const at::Tensor& factors, bool float_compute,
                          bool uint8_image, bool one_channel) {
   if (!factors.device().is_cpu() || factors.numel() == 0) return;
-  const at::Tensor rows = factors.to(at::kDouble).reshape({-1, program.count});
+  const at::Tensor rows = factors.to(at::kDouble).reshape({-1, factors.size(-1)});
   const auto values = rows.accessor<double, 2>();
   const auto in_compute = [&](double v) { return float_compute ? static_cast<float>(v) : v; };
   for (int64_t n = 0; n < rows.size(0); ++n) {
     for (int j = 0; j < program.count; ++j) {
-      double v = values[n][j];
+      const int column = program.drawn ? program.factor_column[j] : j;
+      double v = column < 0 ? 0.0 : values[n][column];
       if (program.ranged) v = ranged_factor(program, j, in_compute(v));
       const int kind = program.kinds[j];
       const char* name = kKindNames[kind];
@@ -277,8 +335,12 @@ at::Tensor photometric_meta(const at::Tensor& image, c10::IntArrayRef stages,
   check_image(image);
   const Program program = make_program(stages, factor_ranges);
   const int64_t k = program.count;
-  check_per_slot("factors", factors, image, k, "float32, float64, float16 or bfloat16",
-                 at::isFloatingType(factors.scalar_type()));
+  if (program.drawn) {
+    check_drawn(program, factors, image, order, apply);
+  } else {
+    check_per_slot("factors", factors, image, k, "float32, float64, float16 or bfloat16",
+                   at::isFloatingType(factors.scalar_type()));
+  }
   if (order.has_value()) {
     check_per_slot("order", *order, image, k, "int64 (permutations) or floating (keys)",
                    order->scalar_type() == at::kLong || at::isFloatingType(order->scalar_type()));

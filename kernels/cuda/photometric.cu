@@ -348,13 +348,15 @@ __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, con
   const int k = program.count;
   const int j = threadIdx.x;
   int64_t slot = -1;
-  if (has_keys(rows)) {  // lane j ranks slot j's key; position j's lane finds its slot
-    const int rank = j < k ? key_rank(rows, n, k, j) : -1;
+  if (has_keys(program, rows)) {  // lane j ranks slot j's key; position j's lane finds its slot
+    const int rank = j < k ? key_rank(program, rows, n, k, j) : -1;
     for (int other = 0; other < k; ++other) {
-      if (__shfl_sync(0xFFFFFFFFu, rank, other) == j) slot = if_applied(rows, n, k, other);
+      if (__shfl_sync(0xFFFFFFFFu, rank, other) == j) {
+        slot = if_applied(program, rows, n, k, other);
+      }
     }
   } else if (j < k) {
-    slot = applied_slot(rows, n, k, j);
+    slot = applied_slot(program, rows, n, k, j);
   }
   Step<P> s{};
   if (!has_step(program, slot)) slot = -1;  // parameter slots run nothing

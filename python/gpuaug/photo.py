@@ -78,8 +78,16 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
     (its fifth parameter) takes ``exp`` of that value, its range being log gamma's, as
     ColorAugment draws it; a ``PERMUTE_CHANNELS`` slot takes the code of permutation number
     ``floor`` of it (clamped to 0..5) of the six of (0, 1, 2) in lexicographic order, so that the
-    range [0, 6) draws one as ``torch.randperm(3)`` would. Fresh draws pass their uniforms so,
-    saving the kernels that would make factors of them.
+    range [0, 6) draws one as ``torch.randperm(3)`` would.
+
+    Its long form, 8K values, draws every parameter of each sample's uniforms: ``factors`` is
+    then ``[U]`` or ``[N, U]`` uniforms, ``order`` and ``apply`` absent, and the values are each
+    slot's low and width as above, then each slot's factor column, coin column, coin bound, key
+    column, key low and key width. Slot k's factor takes ``u`` from its factor column (-1: none,
+    ``u = 0``); it applies where the uniform of its coin column is below its coin bound, both
+    rounded to float32 (-1: always); the slots run in the ascending order of their keys
+    ``fma(key width, u, key low)`` in float64, ``u`` from the key column (-1: the key low),
+    ties by slot. Fresh draws pass their uniforms so: no kernel makes parameters of them.
     """
     return torch.ops.gpuaug.photometric(image, stages, factors, order=order, apply=apply,
                                         dtype=dtype, mean=mean, std=std,
@@ -161,13 +169,32 @@ def _params(factors: torch.Tensor, order: torch.Tensor,
     return {"factors": factors, "order": order, "apply": apply}
 
 
+def _drawn_terms(terms: List[List[float]], first_column: int,
+                 key_offset: float) -> List[List[float]]:
+    """Each slot's eight values of the op's long-form factor_ranges, from its
+    ``_affine_terms``: low, width, factor column, coin column, coin bound, key column, key low,
+    key width; columns shifted by ``first_column`` (the transform's in a Compose's uniforms), keys
+    by ``key_offset`` (its index: a Compose runs its transforms in turn)."""
+    def column(c: float) -> float:
+        return -1.0 if c < 0 else float(first_column + int(c))
+    return [[float(t[3]), float(t[4]), column(t[0]), column(t[1]), float(t[5]), column(t[2]),
+             key_offset + t[6], float(t[7])] for t in terms]
+
+
+def _ranges_of(slots: List[List[float]]) -> List[float]:
+    """The long form itself: each of the eight values for every slot in turn."""
+    return [slot[t] for t in range(8) for slot in slots]
+
+
 class _Photometric(nn.Module):
     """What every transform shares: its stages, its draws' generator, the output conversion.
     A transform's draws are ``uniforms`` uniforms per sample, made into its parameters by
     ``_params_from``. ``program`` is what its fresh draws run and what it adds to a Compose:
     its stages without those it never applies (ColorJitter's disabled adjustments), with
     parameters from ``_program_params``; a Compose draws the uniforms of all its transforms at
-    once. ``draw_ranges``: the op's factor_ranges for ``_draw``'s params, or None.
+    once. ``draws``: the op's factor_ranges in its long form for the program's slots (from
+    ``_affine_terms``), with which fresh draws are the uniforms alone: the op makes each slot's
+    factor, coin and order key of them, no kernel of their own.
 
     A transform's constants live in buffers that follow the images' device: moved there once (the
     warm-up before a CUDA graph capture), not rebuilt from host values on every call (each a
@@ -177,7 +204,7 @@ class _Photometric(nn.Module):
     stages: List[int]
     program: List[int]
     uniforms: int
-    draw_ranges: Optional[List[float]]
+    draws: List[float]
     dtype: Optional[torch.dtype]
     mean: Optional[List[float]]
     std: Optional[List[float]]
@@ -197,21 +224,24 @@ class _Photometric(nn.Module):
         self.dtype = dtype
         self.mean = None if mean is None else [float(m) for m in mean]
         self.std = None if std is None else [float(s) for s in std]
-        self.draw_ranges = None
+        self.draws = []
+
+    def _set_draws(self) -> None:
+        # a subclass's last step: its constants are in place
+        self.draws = _ranges_of(_drawn_terms(self._affine_terms(), 0, 0.0))
 
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
         """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``."""
-        stages = self.stages
-        ranges: Optional[List[float]] = None
         if params is None:
-            params = self._draw(image)
-            stages = self.program
-            ranges = self.draw_ranges
+            self._check(image)
+            return torch.ops.gpuaug.photometric(
+                image, self.program, self._uniforms(image), dtype=self.dtype, mean=self.mean,
+                std=self.std, factor_ranges=self.draws)
         _check_params(params, ["factors", "order", "apply"])
         return torch.ops.gpuaug.photometric(
-            image, stages, params["factors"], order=params["order"], apply=params["apply"],
-            dtype=self.dtype, mean=self.mean, std=self.std, factor_ranges=ranges)
+            image, self.stages, params["factors"], order=params["order"], apply=params["apply"],
+            dtype=self.dtype, mean=self.mean, std=self.std)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         """This transform's draws for ``image``: ``factors``, ``order`` and ``apply``."""
@@ -219,11 +249,6 @@ class _Photometric(nn.Module):
 
     def _uniforms(self, image: torch.Tensor) -> torch.Tensor:
         return _rand([_samples(image), self.uniforms], image, self.generator)
-
-    def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        # forward's fresh draws for its program: _program_params', or the same in a form the op
-        # takes with fewer kernels
-        return self._program_params(self._uniforms(image), image)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         raise NotImplementedError
@@ -235,13 +260,12 @@ class _Photometric(nn.Module):
     def _program_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         return self._params_from(u, image)
 
-    def _affine_terms(self) -> Optional[List[List[float]]]:
-        """Where the program's draws are affine in the uniforms, each slot's term for a Compose's
-        fresh draws: [factor column, coin column, key column, low, scale, p, key offset, key
-        scale], columns of this transform's uniforms or -1 (none); the factor is low + scale u
-        (the op's factor_ranges), applied where u < p (2: always), the key offset + key scale u
-        in [0, 1), its order. None where the draws are not affine."""
-        return None
+    def _affine_terms(self) -> List[List[float]]:
+        """Each slot of the program, how its draws follow from this transform's uniforms:
+        [factor column, coin column, key column, low, scale, p, key offset, key scale], columns
+        of the uniforms or -1 (none). The factor is low + scale u (the op's factor_ranges),
+        applied where u < p (2: always); its order key, key offset + key scale u, in [0, 1)."""
+        raise NotImplementedError
 
 
 class ColorJitter(_Photometric):
@@ -274,12 +298,11 @@ class ColorJitter(_Photometric):
         scales = [ranges[k][1] - ranges[k][0] for k in active]
         self.register_buffer("constants", torch.tensor([lows, scales], dtype=torch.float32)
                              .view(2, len(active)).double(), persistent=False)
-        if active:  # fresh draws pass their uniforms, which the op maps into these ranges
-            self.draw_ranges = self.constants.flatten().tolist()
         self.register_buffer("active", torch.tensor(active, dtype=torch.long), persistent=False)
         self.register_buffer("apply_row", torch.ones(len(active), dtype=torch.bool),
                              persistent=False)
         self.register_buffer("enabled_row", torch.tensor(self.enabled), persistent=False)
+        self._set_draws()
 
     def _keyed_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         # the program's factors, its order as the keys it sorts (the op ranks them), apply as
@@ -290,14 +313,6 @@ class ColorJitter(_Photometric):
             self.apply_row = self.apply_row.to(image.device)
         m = len(self.program)
         return _params(_in_ranges(u[:, :m], self.constants), u[:, m:], self.apply_row)
-
-    def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        # the uniforms alone, the factors' and the keys': one kernel (draw_ranges)
-        if self.apply_row.device != image.device:
-            self.apply_row = self.apply_row.to(image.device)
-        u = self._uniforms(image)
-        m = len(self.program)
-        return _params(u[:, :m], u[:, m:], self.apply_row)
 
     def _program_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         p = self._keyed_params(u, image)
@@ -318,7 +333,7 @@ class ColorJitter(_Photometric):
         return _params(factors, torch.argsort(keys, dim=1, stable=True),
                        self.enabled_row.expand(n, 4))
 
-    def _affine_terms(self) -> Optional[List[List[float]]]:
+    def _affine_terms(self) -> List[List[float]]:
         m, c = len(self.program), self.constants.tolist()
         return [[j, -1, m + j, c[0][j], c[1][j], 2.0, 0.0, 1.0] for j in range(m)]
 
@@ -336,6 +351,7 @@ class _RandomApply(_Photometric):
         # the factor and the order of every sample: broadcast, not made anew per call
         self.register_buffer("factor_row", torch.tensor([float(factor)]), persistent=False)
         self.register_buffer("order_row", torch.zeros(1, dtype=torch.long), persistent=False)
+        self._set_draws()
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self._check(image)
@@ -346,7 +362,7 @@ class _RandomApply(_Photometric):
         n = u.shape[0]
         return _params(self.factor_row.expand(n, 1), self.order_row.expand(n, 1), u < self.p)
 
-    def _affine_terms(self) -> Optional[List[List[float]]]:
+    def _affine_terms(self) -> List[List[float]]:
         return [[-1, 0, -1, self.factor, 0.0, self.p, 0.0, 0.0]]
 
 
@@ -414,23 +430,16 @@ class RandomChannelPermutation(_Photometric):
         super().__init__([Stage.PERMUTE_CHANNELS], 1, generator)
         self.register_buffer("constants", torch.tensor([[0.0], [_PERMUTATIONS]],
                                                        dtype=torch.float64), persistent=False)
-        self.draw_ranges = self.constants.flatten().tolist()
         self.register_buffer("codes", torch.tensor(_PERMUTATION_CODES), persistent=False)
         self.register_buffer("order_row", torch.zeros(1, dtype=torch.long), persistent=False)
         self.register_buffer("apply_row", torch.ones(1, dtype=torch.bool), persistent=False)
+        self._set_draws()
 
     def _rows(self, image: torch.Tensor) -> None:
         if self.order_row.device != image.device:
             self.order_row = self.order_row.to(image.device)
         if self.apply_row.device != image.device:
             self.apply_row = self.apply_row.to(image.device)
-
-    def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        # the uniform alone, which the op makes a permutation of (draw_ranges)
-        self._rows(image)
-        u = self._uniforms(image)
-        n = u.shape[0]
-        return _params(u, self.order_row.expand(n, 1), self.apply_row.expand(n, 1))
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         self._rows(image)
@@ -442,7 +451,7 @@ class RandomChannelPermutation(_Photometric):
         factors = _permutation_codes(_in_ranges(u, self.constants), image.shape[-3], self.codes)
         return _params(factors, self.order_row.expand(n, 1), self.apply_row.expand(n, 1))
 
-    def _affine_terms(self) -> Optional[List[List[float]]]:
+    def _affine_terms(self) -> List[List[float]]:
         return [[0, -1, -1, 0.0, _PERMUTATIONS, 2.0, 0.0, 0.0]]
 
 
@@ -470,6 +479,7 @@ class _ColorAugmentStage(_Photometric):
             [lows, [h - lo for lo, h in zip(lows, highs)]], dtype=torch.float32).double(),
             persistent=False)
         self.register_buffer("order_row", torch.arange(6), persistent=False)
+        self._set_draws()
 
     def _check(self, image: torch.Tensor) -> None:
         if self.color_ranges == 3 and image.shape[-3] != 3:
@@ -487,7 +497,7 @@ class _ColorAugmentStage(_Photometric):
         factors = torch.cat([values[:, :5], values[:, 5:].exp()], dim=1).float()
         return _params(factors, self.order_row.expand(n, 6), (u[:, 6:] < self.p).expand(n, 6))
 
-    def _affine_terms(self) -> Optional[List[List[float]]]:
+    def _affine_terms(self) -> List[List[float]]:
         # one coin for the six slots, in slot order; the op takes the gamma slot's exp
         c = self.constants.tolist()
         return [[j, 6, -1, c[0][j], c[1][j], self.p, 0.0, 0.0] for j in range(6)]
@@ -514,25 +524,12 @@ class RandomPhotometricDistort(_Photometric):
             [[float(r[0]) for r in ranges] + [0.0],
              [float(r[1]) - float(r[0]) for r in ranges] + [_PERMUTATIONS]],
             dtype=torch.float32).double(), persistent=False)
-        self.draw_ranges = self.constants.flatten().tolist()
         self.register_buffer("codes", torch.tensor(_PERMUTATION_CODES), persistent=False)
         # slots: brightness 0, contrast 1, saturation 2, hue 3, permutation 4; contrast runs
         # second or fourth
         self.register_buffer("orders", torch.tensor([[0, 1, 2, 3, 4], [0, 2, 3, 1, 4]]),
                              persistent=False)
-        # the same orders as keys of the last coin u, offset + scale u: contrast's 0.125 + 0.75 u
-        # (exact) sorts before saturation's and hue's, 0.5 less 2^-40, where u < 0.5
-        self.register_buffer("order_keys", torch.tensor(
-            [[0.0, 0.125, 0.5 - 2.0 ** -40, 0.5 - 2.0 ** -40, 0.9375], [0.0, 0.75, 0.0, 0.0, 0.0]],
-            dtype=torch.float64), persistent=False)
-
-    def _draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        # the factors' uniforms (draw_ranges), the order as keys, the coins: three kernels
-        if self.order_keys.device != image.device:
-            self.order_keys = self.order_keys.to(image.device)
-        u = self._uniforms(image)
-        return _params(u[:, :5], torch.addcmul(self.order_keys[0], u[:, 10:], self.order_keys[1]),
-                       u[:, 5:10] < self.p)
+        self._set_draws()
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         if self.constants.device != image.device:
@@ -548,10 +545,13 @@ class RandomPhotometricDistort(_Photometric):
         order = torch.where(u[:, 10:] < 0.5, self.orders[0], self.orders[1])
         return _params(factors, order, apply)
 
-    def _affine_terms(self) -> Optional[List[List[float]]]:
-        c, k = self.constants.tolist(), self.order_keys.tolist()
-        return [[j, 5 + j, 10 if j == 1 else -1, c[0][j], c[1][j], self.p, k[0][j], k[1][j]]
-                for j in range(5)]
+    def _affine_terms(self) -> List[List[float]]:
+        # the orders as keys of the last coin u, offset + scale u: contrast's 0.125 + 0.75 u
+        # (exact) sorts before saturation's and hue's, 0.5 less 2^-40, where u < 0.5
+        offsets = [0.0, 0.125, 0.5 - 2.0 ** -40, 0.5 - 2.0 ** -40, 0.9375]
+        c = self.constants.tolist()
+        return [[j, 5 + j, 10 if j == 1 else -1, c[0][j], c[1][j], self.p, offsets[j],
+                 0.75 if j == 1 else 0.0] for j in range(5)]
 
 
 def _color_augment_stage(augment: nn.Module) -> _ColorAugmentStage:
@@ -580,8 +580,7 @@ class Compose(_Photometric):
 
     bounds: List[int]
     columns: List[int]
-    affine: bool
-    affine_ranges: Optional[List[float]]
+    call_draws: List[List[float]]
 
     def __init__(self, transforms: Sequence[nn.Module], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
@@ -610,8 +609,7 @@ class Compose(_Photometric):
         super().__init__(stages, sum(t.uniforms for t in transforms), None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
         self.bounds = bounds
-        # each transform's columns of the Compose's uniforms, drawn in one call (a few kernels
-        # per transform less) unless a transform draws with a generator of its own
+        # each transform's columns of the Compose's uniforms
         self.columns = [0]
         for t in transforms:
             self.columns.append(self.columns[-1] + t.uniforms)
@@ -621,35 +619,12 @@ class Compose(_Photometric):
             offsets += [len(offsets)] * len(t.program)
         self.register_buffer("offsets", torch.tensor(offsets, dtype=torch.long),
                              persistent=False)
-        self._affine_tables(transforms)
-
-    def _affine_tables(self, transforms: Sequence[_Photometric]) -> None:
-        """Where every transform's draws are affine in its uniforms (``_affine_terms``), fresh
-        draws are one gather of the uniforms' columns and three element-wise kernels: per slot,
-        factor = low + scale u[factor column] (made by the op), applied where u[coin column] < p,
-        key = transform's index + key offset + key scale u[key column]. A term that reads no
-        column reads column 0 and ignores it (scale 0, or p = 2)."""
-        terms = [t._affine_terms() for t in transforms]
-        self.affine = len(self.stages) > 0 and all(t is not None for t in terms)
-        columns: List[List[int]] = [[], [], []]  # factor, coin, key
-        rows: List[List[float]] = [[], [], []]  # low, scale, p
-        keys: List[List[float]] = [[], []]  # offset, scale
-        for i, slots in enumerate(terms if self.affine else []):
-            first = self.columns[i]
-            for term in slots or []:
-                for k in range(3):
-                    columns[k].append(0 if term[k] < 0 else first + int(term[k]))
-                    rows[k].append(float(term[3 + k]))
-                keys[0].append(i + term[6])
-                keys[1].append(term[7])
-        self.register_buffer("affine_columns", torch.tensor(columns[0] + columns[1] + columns[2],
-                                                            dtype=torch.long), persistent=False)
-        self.register_buffer("affine_rows", torch.tensor(rows, dtype=torch.float32)
-                             .view(3, len(rows[0])), persistent=False)
-        # the op makes the factors of the uniforms: low and scale as the op's factor_ranges
-        self.affine_ranges = self.affine_rows[:2].flatten().tolist() if self.affine else None
-        self.register_buffer("affine_keys", torch.tensor(keys, dtype=torch.float64)
-                             .view(2, len(keys[0])), persistent=False)
+        # fresh draws, each call's factor_ranges: the transforms' terms on their columns, their
+        # keys offset by their index, so that they run in turn
+        slots = [slot for i, t in enumerate(transforms)
+                 for slot in _drawn_terms(t._affine_terms(), self.columns[i], float(i))]
+        self.call_draws = [_ranges_of(slots[bounds[i]:bounds[i + 1]])
+                           for i in range(len(bounds) - 1)]
 
     def _own_generators(self) -> bool:
         # looked up per call: a transform's generator may be set after the Compose was made
@@ -658,22 +633,14 @@ class Compose(_Photometric):
             own = own or t.generator is not None
         return own
 
-    def _affine_draw(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        # the order as float64 keys (exact: index + a float32 uniform), which the op ranks
+    def _uniforms(self, image: torch.Tensor) -> torch.Tensor:
+        # one draw for all, unless a transform draws with a generator of its own: each its columns
+        if not self._own_generators():
+            return _rand([_samples(image), self.uniforms], image, None)
+        parts: List[torch.Tensor] = []
         for t in self.transforms:
-            t._check(image)
-        if self.affine_columns.device != image.device:
-            self.affine_columns = self.affine_columns.to(image.device)
-        if self.affine_rows.device != image.device:
-            self.affine_rows = self.affine_rows.to(image.device)
-        if self.affine_keys.device != image.device:
-            self.affine_keys = self.affine_keys.to(image.device)
-        k = len(self.stages)
-        g = _rand([_samples(image), self.uniforms], image, None).index_select(
-            1, self.affine_columns)
-        rows, keys = self.affine_rows, self.affine_keys
-        return _params(g[:, :k], torch.addcmul(keys[0], g[:, 2 * k:], keys[1]),
-                       g[:, k:2 * k] < rows[2])
+            parts.append(t._uniforms(image))
+        return torch.cat(parts, 1)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         if self.offsets.device != image.device:
@@ -681,14 +648,9 @@ class Compose(_Photometric):
         factors: List[torch.Tensor] = []
         orders: List[torch.Tensor] = []
         applies: List[torch.Tensor] = []
-        u: Optional[torch.Tensor] = None
-        if not self._own_generators():
-            u = _rand([_samples(image), self.uniforms], image, None)
+        u = self._uniforms(image)
         for i, t in enumerate(self.transforms):
-            if u is None:
-                p = t._program_params(t._uniforms(image), image)
-            else:
-                p = t._program_params(u[:, self.columns[i]:self.columns[i + 1]], image)
+            p = t._program_params(u[:, self.columns[i]:self.columns[i + 1]], image)
             factors.append(p["factors"])
             orders.append(p["order"])
             applies.append(p["apply"])
@@ -697,21 +659,24 @@ class Compose(_Photometric):
 
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
-        ranges: Optional[List[float]] = None
-        if params is None:
-            if self.affine and not self._own_generators():
-                params = self._affine_draw(image)
-                ranges = self.affine_ranges
-            else:
-                params = self.sample_params(image)
-        _check_params(params, ["factors", "order", "apply"])
         calls = len(self.bounds) - 1
+        if params is None:  # the uniforms alone: the op draws each call's parameters of them
+            for t in self.transforms:
+                t._check(image)
+            u = self._uniforms(image)
+            out = image
+            for i in range(calls):
+                last = i == calls - 1
+                out = torch.ops.gpuaug.photometric(
+                    out, self.stages[self.bounds[i]:self.bounds[i + 1]], u,
+                    dtype=self.dtype if last else None, mean=self.mean if last else None,
+                    std=self.std if last else None, factor_ranges=self.call_draws[i])
+            return out
+        _check_params(params, ["factors", "order", "apply"])
         if calls == 1:  # the common case: no slicing
             return torch.ops.gpuaug.photometric(
                 image, self.stages, params["factors"], order=params["order"],
-                apply=params["apply"], dtype=self.dtype, mean=self.mean, std=self.std,
-                factor_ranges=ranges)
-        k = len(self.stages)
+                apply=params["apply"], dtype=self.dtype, mean=self.mean, std=self.std)
         out = image
         for i in range(calls):
             first, end = self.bounds[i], self.bounds[i + 1]
@@ -719,12 +684,9 @@ class Compose(_Photometric):
             order = params["order"][:, first:end]
             if not order.is_floating_point():  # a permutation of this call's slots
                 order = order - first
-            call_ranges: Optional[List[float]] = None
-            if ranges is not None:
-                call_ranges = ranges[first:end] + ranges[k + first:k + end]
             out = torch.ops.gpuaug.photometric(
                 out, self.stages[first:end], params["factors"][:, first:end],
                 order=order, apply=params["apply"][:, first:end],
                 dtype=self.dtype if last else None, mean=self.mean if last else None,
-                std=self.std if last else None, factor_ranges=call_ranges)
+                std=self.std if last else None)
         return out

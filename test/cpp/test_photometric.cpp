@@ -99,7 +99,9 @@ TEST(Photometric, FactorRangesMapUniformsToFactors) {
                                     std::vector<double>{0.5});
               }),
               HasSubstr("gpuaug::photometric: expected 'factor_ranges' of length 2 (each slot's "
-                        "low, then each slot's width), but got 1"));
+                        "low, then each slot's width) or 8 (those, then each slot's factor "
+                        "column, coin column, coin bound, key column, key low and key width), but "
+                        "got 1"));
   EXPECT_THAT(error_of([&] {
                 gpuaug::photometric(image, {1}, torch::ones({1}), std::nullopt, std::nullopt,
                                     std::nullopt, std::nullopt, std::nullopt,
@@ -107,6 +109,31 @@ TEST(Photometric, FactorRangesMapUniformsToFactors) {
               }),
               HasSubstr("gpuaug::photometric: expected the brightness factor (slot 0) >= 0, but "
                         "got -1"));
+}
+
+// factor_ranges' long form: each slot's factor, coin and order key from columns of the
+// uniforms. Brightness: 2 u of column 0, applied where column 1 < 0.5, key column 2; invert:
+// always, key 0.5. The uniforms give Program{}'s runs, with factors exact in float32.
+TEST(Photometric, DrawnFactorRangesTakeColumns) {
+  torch::manual_seed(6);
+  const at::Tensor uniforms =
+      torch::tensor({0.625, 0.25, 0.125, 0.375, 0.25, 0.875, 0.75, 0.75, 0.0}, torch::kDouble)
+          .view({3, 3});
+  const std::vector<double> ranges = {0, 0, 2, 0, 0, -1, 1, -1, 0.5, 2, 2, -1, 0, 0.5, 1, 0};
+  Program want;
+  want.factors = torch::tensor({1.25, 0.0, 0.75, 0.0, 1.5, 0.0}, torch::kDouble).view({3, 2});
+  const at::Tensor x = torch::rand({3, 3, 5, 7}, torch::kDouble);
+  const at::Tensor out = gpuaug::photometric(x, {kBrightness, kInvert}, uniforms, std::nullopt,
+                                             std::nullopt, std::nullopt, std::nullopt,
+                                             std::nullopt, ranges);
+  EXPECT_TRUE(nearly_equal(out, expected(x, want), 0, 1e-12));
+  EXPECT_THAT(error_of([&] {
+                gpuaug::photometric(x, {kBrightness, kInvert}, uniforms.narrow(1, 0, 2),
+                                    std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                                    std::nullopt, ranges);
+              }),
+              HasSubstr("gpuaug::photometric: expected 'factors' (uniforms) of shape [U] or [3, "
+                        "U] with U >= 3"));
 }
 
 TEST(Photometric, AutocontrastStretchesEachChannel) {

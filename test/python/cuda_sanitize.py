@@ -229,27 +229,39 @@ def check_photometric(device):
 def check_photometric_ranged(device):
     """Ranged factors (uniforms the kernels map through factor_ranges, a color_augment gamma slot
     through exp, a permutation's through its floor), as a fresh Compose(ColorAugment,
-    ColorJitter, RandomChannelPermutation) passes them, with float64 keys:
-    the vectorised path planar and interleaved, halves and whole images in shared memory, the
+    ColorJitter, RandomChannelPermutation) passes them, with float64 keys, or every other shape
+    factor_ranges' long form (factors, coins and order keys from columns of the uniforms): the
+    vectorised path planar and interleaved, halves and whole images in shared memory, the
     per-element path, and the backward for a float image."""
     g = torch.Generator().manual_seed(90)
     sms = torch.cuda.get_device_properties(device).multi_processor_count if device != "cpu" else 4
     stages = [12] + [13] * 5 + [1, 2, 3, 4, 9]
     lows = [0.8, 0.8, 0.8, -0.1, 0.8, -0.5, 0.6, 0.6, 0.6, -0.1, 0.0]
     widths = [0.4, 0.4, 0.4, 0.2, 0.4, 1.0, 0.8, 0.8, 0.8, 0.2, 6.0]
-    for shape, interleaved in [((4, 3, 16, 32), False), ((4, 3, 16, 32), True),
-                               ((3, 3, 5, 7), False), ((2 * sms, 3, 150, 156), False),
-                               ((2 * sms, 3, 150, 156), True), ((2 * sms, 3, 144, 160), False)]:
+    k = len(stages)
+    # the long form: slot j's factor from column j, its coin from k + j (applied below 0.8), its
+    # key from 2k + j, offset by its transform's index
+    drawn = lows + widths + [float(c) for c in range(2 * k)] + [0.8] * k + \
+        [float(c) for c in range(2 * k, 3 * k)] + [0.0] * 6 + [1.0] * 4 + [2.0] + [1.0] * k
+    for i, (shape, interleaved) in enumerate([
+            ((4, 3, 16, 32), False), ((4, 3, 16, 32), True), ((3, 3, 5, 7), False),
+            ((2 * sms, 3, 150, 156), False), ((2 * sms, 3, 150, 156), True),
+            ((2 * sms, 3, 144, 160), False)]):
         n = shape[0]
         x = torch.randint(0, 256, shape, generator=g, dtype=torch.uint8)
         if interleaved:
             x = x.contiguous(memory_format=torch.channels_last)
-        u = torch.rand(n, len(stages), generator=g)
-        keys = torch.rand(n, len(stages), generator=g, dtype=torch.float64) + \
-            torch.tensor([0.0] * 6 + [1.0] * 4 + [2.0], dtype=torch.float64)
-        apply = torch.rand(n, len(stages), generator=g) < 0.8
-        kw = dict(order=keys, apply=apply, factor_ranges=lows + widths)
-        tag = f"photometric ranged {list(shape)}{' interleaved' if interleaved else ''}"
+        if i % 2:
+            u = torch.rand(n, 3 * k, generator=g)
+            kw = dict(factor_ranges=drawn)
+        else:
+            u = torch.rand(n, k, generator=g)
+            keys = torch.rand(n, k, generator=g, dtype=torch.float64) + \
+                torch.tensor([0.0] * 6 + [1.0] * 4 + [2.0], dtype=torch.float64)
+            apply = torch.rand(n, k, generator=g) < 0.8
+            kw = dict(order=keys, apply=apply, factor_ranges=lows + widths)
+        tag = (f"photometric {'drawn' if i % 2 else 'ranged'} {list(shape)}"
+               f"{' interleaved' if interleaved else ''}")
         # uint8 results may round the other way on the GPU (see check_photometric)
         for xi, out_dtype, kwargs, atol in [
                 (x, None, {}, 4.0),

@@ -505,10 +505,9 @@ def test_jitter_fresh_draws_replay(enabled, dtype, device):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("jitter", [(0.4, 0.4, 0.4, 0.1), (0.4, 0.0, 0.4)])
 def test_compose_fresh_draws_replay(jitter, device):
-    """A Compose of ColorJitter and one-stage transforms draws fresh parameters as one gather
-    and three element-wise kernels (the order as keys), with sample_params' values for the same
-    generator state; another transform in it, or a generator of a transform's own, takes
-    sample_params' way."""
+    """A Compose's fresh draws are its uniforms alone, of which the op makes every call's
+    factors, coins and order keys (factor_ranges' long form): sample_params' values for the same
+    generator state, a transform's own generator drawing that transform's columns."""
     image = make_image([24, 3, 6, 5], torch.uint8, device, seed=18)
 
     def draws_alike(compose):
@@ -521,17 +520,17 @@ def test_compose_fresh_draws_replay(jitter, device):
     affine = T.Compose([T.ColorJitter(*jitter), T.RandomSolarize(100.0, 0.6),
                         T.RandomGrayscale(0.3), T.RandomAutocontrast(0.5), T.RandomInvert()],
                        dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3)
-    assert affine.affine and len(affine.bounds) - 1 == (2 if jitter[1] else 1)
+    assert len(affine.bounds) - 1 == (2 if jitter[1] else 1)
     draws_alike(affine)
     augment = T.Compose([T.ColorAugment(gamma=(0.7, 1.6), p=0.6), T.ColorJitter(*jitter),
                          T.RandomInvert(0.4)], dtype=torch.float32)
-    assert augment.affine  # gamma as exp of its log's range, in the op
+    # gamma as exp of its log's range, in the op
     draws_alike(augment)
     every = T.Compose([T.ColorJitter(*jitter), T.RandomChannelPermutation(),
                        T.RandomPhotometricDistort(p=0.6), T.RandomEqualize(0.5)])
-    assert every.affine  # a permutation as the floor of six times a uniform, in the op
+    # a permutation as the floor of six times a uniform, in the op
     draws_alike(every)
-    # a generator of a transform's own: sample_params' way, the same values
+    # a generator of a transform's own: its columns, the same values
     own = T.Compose([T.ColorJitter(*jitter), T.RandomChannelPermutation(
         generator=torch.Generator(device=device))])
     assert own._own_generators()
@@ -603,7 +602,9 @@ def test_factor_ranges(u_dtype, dtype, device):
         gpuaug.photometric(y, stages, factors.to(device), order=order).sum().backward()
         assert torch.equal(x.grad, y.grad)
     with pytest.raises(RuntimeError, match=r"gpuaug::photometric: expected 'factor_ranges' of "
-                       r"length 8 \(each slot's low, then each slot's width\), but got 3"):
+                       r"length 8 \(each slot's low, then each slot's width\) or 32 \(those, "
+                       r"then each slot's factor column, coin column, coin bound, key column, "
+                       r"key low and key width\), but got 3"):
         gpuaug.photometric(image, stages, u.to(device), factor_ranges=[0.5, 1.0, 2.0])
     if device == "cpu":  # the made factors' values are checked where they are on the CPU
         with pytest.raises(RuntimeError, match=r"expected the hue factor \(slot 3\) in "
@@ -665,6 +666,99 @@ def test_permuting_fresh_draws_replay(name, channels, dtype, device):
         return T.RandomPhotometricDistort(p=0.7, generator=g)
     params = transform().sample_params(image)
     assert torch.equal(transform()(image), transform()(image, params))
+
+
+# Six slots of the long form (low, width, factor column, coin column, coin bound, key column,
+# key low, key width): columns shared and unused, no coin (-1), no factor column (invert's),
+# coins never and always taken, key widths negative and 0, a 53-bit key width.
+DRAWN_STAGES = [Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE, Stage.INVERT,
+                Stage.PERMUTE_CHANNELS]
+DRAWN_TERMS = [[0.6, 0.5, 0.6, -0.1, 0.0, 0.0], [0.8, 1.0, 0.8, 0.2, 0.0, 6.0],
+               [0, 1, 2, 3, -1, 4], [-1, 5, 6, 7, 8, 5], [2.0, 0.7, 0.5, 0.0, 0.4, 1.5],
+               [5, 8, 2, -1, 0, 1], [0.0, 0.2, -1.0, 0.5, 0.25, 0.0],
+               [1.0, 0.5, 3.0 + 2.0 ** -45, 0.0, 1.0, -2.0]]
+
+
+def drawn_params(u, terms):
+    """The factors' uniforms (for the short form), the order keys and apply that the long form
+    makes of the uniforms u ([N, U], or [U]), computed here: keys from exact rationals."""
+    rows = u.reshape(-1, u.shape[-1])
+    k = len(terms[0])
+    column = [[int(c) for c in terms[t]] for t in (2, 3, 5)]
+    ut = rows.double().tolist()
+    factors = torch.tensor([[0.0 if column[0][j] < 0 else row[column[0][j]] for j in range(k)]
+                            for row in ut], dtype=torch.float64).to(u.dtype)
+    keys = torch.tensor([[terms[6][j] if column[2][j] < 0 else
+                          fma_reference(terms[7][j], row[column[2][j]], terms[6][j])
+                          for j in range(k)] for row in ut], dtype=torch.float64)
+    below = torch.tensor(terms[4], dtype=torch.float64).float()
+    coins = torch.stack([rows[:, c].float() if c >= 0 else torch.zeros(rows.shape[0])
+                         for c in column[1]], 1)
+    apply = (coins < below) | (torch.tensor(column[1]) < 0)
+    return factors, keys, apply
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float64])
+@pytest.mark.parametrize("per_sample", [True, False])
+def test_drawn_factor_ranges(per_sample, dtype, device):
+    """factor_ranges' long form takes each slot's factor, coin and order key from columns of the
+    uniforms: the output and gradient of the short form given the factors' uniforms, and the
+    order and apply computed here (keys as exact fma in float64, coins as float32 compares)."""
+    image = make_image([16, 3, 5, 7], dtype, device, seed=33)
+    g = torch.Generator().manual_seed(34)
+    u = torch.rand([16, 9] if per_sample else [9], generator=g)
+    u[..., 6] = 0.5  # a coin equal to its bound: not applied
+    factors, keys, apply = drawn_params(u, DRAWN_TERMS)
+    assert 0 < apply[:, 1].sum() < 16 and not apply[:, 2].any() and apply[:, 0].all()
+    if not per_sample:
+        factors, keys, apply = factors[0], keys[0], apply[0]
+    long_form = [v for row in DRAWN_TERMS for v in row]
+    short_form = long_form[:12]
+    drawn = gpuaug.photometric(image, DRAWN_STAGES, u.to(device), factor_ranges=long_form)
+    given = gpuaug.photometric(image, DRAWN_STAGES, factors.to(device), order=keys.to(device),
+                               apply=apply.to(device), factor_ranges=short_form)
+    assert torch.equal(drawn, given)
+    if dtype == torch.float64:
+        x = image.clone().requires_grad_()
+        gpuaug.photometric(x, DRAWN_STAGES, u.to(device),
+                           factor_ranges=long_form).square().sum().backward()
+        y = image.clone().requires_grad_()
+        gpuaug.photometric(y, DRAWN_STAGES, factors.to(device), order=keys.to(device),
+                           apply=apply.to(device),
+                           factor_ranges=short_form).square().sum().backward()
+        assert torch.equal(x.grad, y.grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_drawn_factor_ranges_errors(device):
+    image = make_image([4, 3, 5, 5], torch.uint8, device, seed=35)
+    long_form = [v for row in DRAWN_TERMS for v in row]
+    u = torch.rand([4, 9], device=device)
+    with pytest.raises(RuntimeError, match=r"gpuaug::photometric: expected 'factors' \(uniforms\) "
+                       r"of shape \[U\] or \[4, U\] with U >= 9 \(the columns 'factor_ranges' "
+                       r"reads\) for an image of shape \[4, 3, 5, 5\], but got \[4, 8\]"):
+        gpuaug.photometric(image, DRAWN_STAGES, u[:, :8], factor_ranges=long_form)
+    with pytest.raises(RuntimeError, match=r"'factor_ranges' of length 48 draws the order and "
+                       r"the coins from 'factors': expected no 'apply'"):
+        gpuaug.photometric(image, DRAWN_STAGES, u, apply=torch.ones(6, dtype=torch.bool,
+                                                                    device=device),
+                           factor_ranges=long_form)
+    bad = list(long_form)
+    bad[3 * 6 + 1] = 2.5  # slot 1's coin column
+    with pytest.raises(RuntimeError, match=r"expected slot 1's coin column in 'factor_ranges' to "
+                       r"be an index of a column of 'factors', or -1 for none, but got 2.5"):
+        gpuaug.photometric(image, DRAWN_STAGES, u, factor_ranges=bad)
+    with pytest.raises(RuntimeError, match=r"expected 'factors' \(uniforms\) of dtype float32"):
+        gpuaug.photometric(image, DRAWN_STAGES, u.long(), factor_ranges=long_form)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck_drawn(device):
+    image = make_image([3, 3, 5, 4], torch.float32, device, seed=36)
+    torch.library.opcheck(torch.ops.gpuaug.photometric.default,
+                          (image, DRAWN_STAGES, torch.rand([3, 9], device=device)),
+                          {"factor_ranges": [v for row in DRAWN_TERMS for v in row]})
 
 
 def test_permutation_and_order_draws():

@@ -61,7 +61,12 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
 // compute type holds it: float32, float64 for a float64 image), rounded to float32 (a
 // color_augment stage's gamma slot: exp of it, its range log gamma's; a permutation slot: the
 // code of permutation floor of it, clamped to 0..5, of the six of (0, 1, 2) in lexicographic
-// order, so that the range [0, 6) draws one uniformly). The image is
+// order, so that the range [0, 6) draws one uniformly); factor_ranges' long form (8K values:
+// those, then each slot's factor column, coin column, coin bound, key column, key low and key
+// width) draws every parameter from `factors` as uniforms ([U] or [N, U]; no order, no apply):
+// the factor of its factor column's u (-1: u = 0), applied where float32(coin column's u) <
+// float32(coin bound) (-1: always), the slots in the ascending order of fma(key width, key
+// column's u, key low) in float64 (-1: key low), ties by slot. The image is
 // [C, H, W], [N, C, H, W] or [N, T, C, H, W] with C 1 or 3, uint8 or floating; `dtype` converts
 // the output as to_dtype(scale=True), then mean / std normalise it. Differentiable in a floating
 // image with a floating output (not in the factors, nor through autocontrast or equalize).
