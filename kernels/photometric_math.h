@@ -777,63 +777,67 @@ C10_HOST_DEVICE inline int rank_in_row(const K* keys, int k, int s) {
   return rank;
 }
 
-// A drawn program's order key of `slot` for sample n.
-template <typename P>
-C10_HOST_DEVICE inline double drawn_key(const Program& program, const Rows<P>& rows, int64_t n,
-                                        int slot) {
-  const int column = program.key_column[slot];
-  if (column < 0) return program.key_low[slot];
-  return std::fma(program.key_width[slot], static_cast<double>(rows.factors[n][column]),
-                  program.key_low[slot]);
-}
-
 // The position slot s takes in sample n's order when keys give it.
 template <typename P>
-C10_HOST_DEVICE inline int key_rank(const Program& program, const Rows<P>& rows, int64_t n, int k,
-                                    int s) {
-  if (program.drawn) {
-    const double key = drawn_key(program, rows, n, s);
-    int rank = 0;
-    for (int i = 0; i < k; ++i) rank += key_before(drawn_key(program, rows, n, i), i, key, s);
-    return rank;
-  }
+C10_HOST_DEVICE inline int key_rank(const Rows<P>& rows, int64_t n, int k, int s) {
   return rows.float_keys ? rank_in_row(rows.float_keys[n], k, s)
                          : rank_in_row(rows.double_keys[n], k, s);
 }
 
 template <typename P>
-C10_HOST_DEVICE inline bool has_keys(const Program& program, const Rows<P>& rows) {
-  return program.drawn || rows.float_keys || rows.double_keys;
+C10_HOST_DEVICE inline bool has_keys(const Rows<P>& rows) {
+  return rows.float_keys || rows.double_keys;
 }
 
 // `slot` where sample n runs it, else -1: outside 0..K-1 (an order that is not a permutation:
 // the op's documented "skipped") or not applied.
 template <typename P>
-C10_HOST_DEVICE inline int64_t if_applied(const Program& program, const Rows<P>& rows, int64_t n,
-                                          int k, int64_t slot) {
+C10_HOST_DEVICE inline int64_t if_applied(const Rows<P>& rows, int64_t n, int k, int64_t slot) {
   if (slot < 0 || slot >= k) return -1;
-  if (program.drawn) {
-    const int column = program.coin_column[slot];
-    if (column < 0) return slot;
-    const float coin = static_cast<float>(rows.factors[n][column]);
-    return coin < static_cast<float>(program.coin_below[slot]) ? slot : -1;
-  }
   return rows.apply && !rows.apply[n][slot] ? -1 : slot;
 }
 
 // The slot sample n runs at position j of its order, or -1 where it runs none there.
 template <typename P>
-C10_HOST_DEVICE inline int64_t applied_slot(const Program& program, const Rows<P>& rows,
-                                            int64_t n, int k, int j) {
+C10_HOST_DEVICE inline int64_t applied_slot(const Rows<P>& rows, int64_t n, int k, int j) {
   int64_t slot = j;
   if (rows.order) {
     slot = rows.order[n][j];
-  } else if (has_keys(program, rows)) {
+  } else if (has_keys(rows)) {
     for (int s = 0; s < k; ++s) {
-      if (key_rank(program, rows, n, k, s) == j) slot = s;
+      if (key_rank(rows, n, k, s) == j) slot = s;
     }
   }
-  return if_applied(program, rows, n, k, slot);
+  return if_applied(rows, n, k, slot);
+}
+
+// A drawn program's order key of `slot` for sample n's uniforms u.
+template <typename P>
+C10_HOST_DEVICE inline double drawn_key(const Program& program, const P* u, int slot) {
+  const int column = program.key_column[slot];
+  if (column < 0) return program.key_low[slot];
+  return std::fma(program.key_width[slot], static_cast<double>(u[column]), program.key_low[slot]);
+}
+
+// Whether a drawn program's `slot` applies for sample n's uniforms u.
+template <typename P>
+C10_HOST_DEVICE inline bool drawn_applies(const Program& program, const P* u, int slot) {
+  const int column = program.coin_column[slot];
+  return column < 0 || static_cast<float>(u[column]) < static_cast<float>(program.coin_below[slot]);
+}
+
+// applied_slot of a drawn program.
+template <typename P>
+C10_HOST_DEVICE inline int64_t drawn_applied_slot(const Program& program, const Rows<P>& rows,
+                                                  int64_t n, int k, int j) {
+  const P* u = rows.factors[n];
+  for (int s = 0; s < k; ++s) {
+    const double key = drawn_key(program, u, s);
+    int rank = 0;
+    for (int i = 0; i < k; ++i) rank += key_before(drawn_key(program, u, i), i, key, s);
+    if (rank == j) return drawn_applies(program, u, s) ? s : -1;
+  }
+  return -1;
 }
 
 // Out of line on the GPU: a sample's program decodes it once, and inlined into every kernel it
@@ -855,30 +859,51 @@ C10_HOST_DEVICE inline float ranged_factor(const Program& program, int64_t slot,
   return static_cast<float>(factor);
 }
 
-// Sample n's factor of `slot`: its `factors` entry, or ranged_factor of that uniform (drawn:
-// of its column's).
+// Sample n's factor of `slot`: its `factors` entry, or ranged_factor of that uniform.
 template <typename P>
 C10_HOST_DEVICE inline P slot_factor(const Program& program, const Rows<P>& rows, int64_t n,
                                      int64_t slot) {
-  const int64_t column = program.drawn ? program.factor_column[slot] : slot;
-  const P u = column < 0 ? P(0) : rows.factors[n][column];
+  const P u = rows.factors[n][slot];
   if (!program.ranged) return u;
   return static_cast<P>(ranged_factor(program, slot, static_cast<double>(u)));
 }
 
-// Sample n's step of `slot` (a color_augment stage's parameters from its parameter slots).
+// A drawn program's factor of `slot`: ranged_factor of the uniform of its factor column (none: 0).
+template <typename P>
+C10_HOST_DEVICE inline P drawn_factor(const Program& program, const Rows<P>& rows, int64_t n,
+                                      int64_t slot) {
+  const int column = program.factor_column[slot];
+  const P u = column < 0 ? P(0) : rows.factors[n][column];
+  return static_cast<P>(ranged_factor(program, slot, static_cast<double>(u)));
+}
+
+// The step of `slot`, factor(i) the factor of slot i (a color_augment stage's parameters from its
+// parameter slots).
+template <typename P, typename Factor>
+C10_HOST_DEVICE inline Step<P> step_of(const Program& program, int64_t slot,
+                                       const Factor& factor) {
+  Step<P> s = make_step(program.kinds[slot], factor(slot));
+  if (s.kind == kColorAugment) {
+    s.gains[0] = s.a;
+    s.gains[1] = factor(slot + 1);
+    s.gains[2] = factor(slot + 2);
+    s.jitter = {factor(slot + 3), factor(slot + 4), factor(slot + 5)};
+  }
+  return s;
+}
+
+// Sample n's step of `slot`.
 template <typename P>
 C10_HOST_DEVICE inline Step<P> slot_step(const Program& program, const Rows<P>& rows, int64_t n,
                                          int64_t slot) {
-  Step<P> s = make_step(program.kinds[slot], slot_factor(program, rows, n, slot));
-  if (s.kind == kColorAugment) {
-    const auto parameter = [&](int i) { return slot_factor(program, rows, n, slot + i); };
-    s.gains[0] = s.a;
-    s.gains[1] = parameter(1);
-    s.gains[2] = parameter(2);
-    s.jitter = {parameter(3), parameter(4), parameter(5)};
-  }
-  return s;
+  return step_of<P>(program, slot, [&](int64_t i) { return slot_factor(program, rows, n, i); });
+}
+
+// A drawn program's step of `slot` for sample n.
+template <typename P>
+C10_HOST_DEVICE inline Step<P> drawn_step(const Program& program, const Rows<P>& rows, int64_t n,
+                                          int64_t slot) {
+  return step_of<P>(program, slot, [&](int64_t i) { return drawn_factor(program, rows, n, i); });
 }
 
 // Whether `slot` (-1: none) runs a step: parameter slots only hold their stage's parameters.
@@ -895,9 +920,11 @@ C10_HOST_DEVICE inline SampleProgram<P> decode(const Program& program, const Row
   prog.reduce_at = -1;
   const int k = program.count;
   for (int j = 0; j < k; ++j) {
-    const int64_t slot = applied_slot(program, rows, n, k, j);
+    const int64_t slot = program.drawn ? drawn_applied_slot(program, rows, n, k, j)
+                                       : applied_slot(rows, n, k, j);
     if (!has_step(program, slot)) continue;
-    const Step<P> s = slot_step(program, rows, n, slot);
+    const Step<P> s = program.drawn ? drawn_step(program, rows, n, slot)
+                                    : slot_step(program, rows, n, slot);
     if (prog.reduce_at < 0 && is_reduction(s.kind)) prog.reduce_at = prog.count;
     prog.steps[prog.count++] = s;
   }

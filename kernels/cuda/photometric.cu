@@ -340,6 +340,25 @@ __device__ __forceinline__ void for_each_chunk_of(const T* in, const Geometry& g
 // Sample n's program into shared memory, by warp 0 (kMaxStages <= 32): lane j takes position j
 // of the sample's order, and a ballot gives each applied step its place (decode's loop, without
 // its serial chain through local memory, which every block's threads waited on).
+// The slot a drawn program runs at position j (lane j of the warp), or -1: lane j takes slot j's
+// key and coin from the sample's uniforms, and the warp ranks the keys by shuffles.
+template <typename P>
+__device__ __forceinline__ int64_t drawn_lane_slot(const Program& program, const Rows<P>& rows,
+                                                   int64_t n, int k, int j) {
+  const P* u = rows.factors[n];
+  const double key = j < k ? drawn_key(program, u, j) : 0.0;
+  const bool applies = j < k && drawn_applies(program, u, j);
+  int rank = 0;
+  for (int i = 0; i < k; ++i) rank += key_before(__shfl_sync(0xFFFFFFFFu, key, i), i, key, j);
+  int64_t slot = -1;
+  for (int other = 0; other < k; ++other) {
+    const int other_rank = __shfl_sync(0xFFFFFFFFu, rank, other);
+    const bool other_applies = __shfl_sync(0xFFFFFFFFu, applies, other);
+    if (other_rank == j && other_applies) slot = other;
+  }
+  return slot;
+}
+
 template <typename P>
 __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, const Program& program,
                                                      const Rows<P>& rows, int64_t n) {
@@ -348,19 +367,23 @@ __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, con
   const int k = program.count;
   const int j = threadIdx.x;
   int64_t slot = -1;
-  if (has_keys(program, rows)) {  // lane j ranks slot j's key; position j's lane finds its slot
-    const int rank = j < k ? key_rank(program, rows, n, k, j) : -1;
-    for (int other = 0; other < k; ++other) {
-      if (__shfl_sync(0xFFFFFFFFu, rank, other) == j) {
-        slot = if_applied(program, rows, n, k, other);
-      }
-    }
-  } else if (j < k) {
-    slot = applied_slot(program, rows, n, k, j);
-  }
   Step<P> s{};
-  if (!has_step(program, slot)) slot = -1;  // parameter slots run nothing
-  if (slot >= 0) s = slot_step(program, rows, n, slot);
+  if (program.drawn) {
+    slot = drawn_lane_slot(program, rows, n, k, j);
+    if (!has_step(program, slot)) slot = -1;  // parameter slots run nothing
+    if (slot >= 0) s = drawn_step(program, rows, n, slot);
+  } else {
+    if (has_keys(rows)) {  // lane j ranks slot j's key; position j's lane finds its slot
+      const int rank = j < k ? key_rank(rows, n, k, j) : -1;
+      for (int other = 0; other < k; ++other) {
+        if (__shfl_sync(0xFFFFFFFFu, rank, other) == j) slot = if_applied(rows, n, k, other);
+      }
+    } else if (j < k) {
+      slot = applied_slot(rows, n, k, j);
+    }
+    if (!has_step(program, slot)) slot = -1;
+    if (slot >= 0) s = slot_step(program, rows, n, slot);
+  }
   const unsigned applied = __ballot_sync(0xFFFFFFFFu, slot >= 0);
   const unsigned reductions = __ballot_sync(0xFFFFFFFFu, slot >= 0 && is_reduction(s.kind));
   const unsigned before = (1u << j) - 1;  // the positions before j (j < 32)
