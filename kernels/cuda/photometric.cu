@@ -337,9 +337,6 @@ __device__ __forceinline__ void for_each_chunk_of(const T* in, const Geometry& g
   }
 }
 
-// Sample n's program into shared memory, by warp 0 (kMaxStages <= 32): lane j takes position j
-// of the sample's order, and a ballot gives each applied step its place (decode's loop, without
-// its serial chain through local memory, which every block's threads waited on).
 // The slot a drawn program runs at position j (lane j of the warp), or -1: lane j takes slot j's
 // key and coin from the sample's uniforms, and the warp ranks the keys by shuffles.
 template <typename P>
@@ -359,6 +356,9 @@ __device__ __forceinline__ int64_t drawn_lane_slot(const Program& program, const
   return slot;
 }
 
+// Sample n's program into shared memory, by warp 0 (kMaxStages <= 32): lane j takes position j
+// of the sample's order, and a ballot gives each applied step its place (decode's loop, without
+// its serial chain through local memory, which every block's threads waited on).
 template <typename P>
 __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, const Program& program,
                                                      const Rows<P>& rows, int64_t n) {
