@@ -2,6 +2,7 @@
 one, on the GPU (CUDA events behind a hold sized to the host's launch time)."""
 import itertools
 import json
+import sys
 import time
 
 import pytest
@@ -35,6 +36,19 @@ def test_photometric_color_augment_case_runs(tmp_path):
     cases = json.loads(path.read_text())["cases"]
     assert [case["name"] for case in cases] == ["photometric ColorAugment+jitter u8->f32, one call"]
     assert cases[0]["time_ms"] > 0 and cases[0]["baseline_time_ms"] > 0
+
+
+def test_a_missing_baseline_package_is_named(tmp_path, monkeypatch, capsys):
+    """Without Kornia its baseline's row is left out, and the run says so."""
+    monkeypatch.setitem(sys.modules, "kornia", None)  # import kornia now raises ImportError
+    path = tmp_path / "bench.json"
+    assert bench.main(["--device", "cpu", "--size", "4096", "--runs", "1", "--warmup", "0",
+                       "--only", "photometric jitter u8->f32", "--json", str(path)]) == 0
+    notice = [line for line in capsys.readouterr().out.splitlines() if "left out" in line]
+    assert len(notice) == 1 and "kornia" in notice[0]
+    report = json.loads(path.read_text())
+    assert "kornia" in report["baselines_left_out"]
+    assert "Kornia ColorJiggle+Normalize" not in {case["baseline"] for case in report["cases"]}
 
 
 def sleeper(ms: float):

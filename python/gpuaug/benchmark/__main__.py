@@ -13,6 +13,18 @@ import gpuaug.benchmark
 
 from . import harness
 
+# The packages of the baselines: a case whose baseline's package does not import is left out, so
+# the run says which are missing rather than leaving a row silently absent.
+BASELINE_PACKAGES = ("torchvision", "kornia")
+
+
+def importable(package: str) -> bool:
+    try:
+        importlib.import_module(package)
+    except ImportError:
+        return False
+    return True
+
 
 def size(text: str) -> int:
     """An element count: 1048576, 0x100000 or 2^20."""
@@ -57,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device: {name}; torch {torch.__version__}; gpuaug {gpuaug.__version__}")
     copy = harness.copy_bandwidth(args.size, device, args.warmup, args.runs)
     print(f"copy bandwidth: {copy['gbps']:.0f} GB/s ({copy['time_ms']:.3f} ms for "
-          f"{copy['bytes'] / 1e6:.4g} MB moved)\n")
+          f"{copy['bytes'] / 1e6:.4g} MB moved)")
+    left_out = [package for package in BASELINE_PACKAGES if not importable(package)]
+    if left_out:
+        print(f"not importable, so their baselines are left out: {', '.join(left_out)}")
+    print()
 
     results = []
     for case in cases:
@@ -70,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.json:
         report = {"device": name, "torch": torch.__version__, "gpuaug": gpuaug.__version__,
-                  "size": args.size, "runs": args.runs, "copy": copy, "cases": results, "reports": reports}
+                  "size": args.size, "runs": args.runs, "copy": copy, "cases": results, "reports": reports,
+                  "baselines_left_out": left_out}
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
     return 0
