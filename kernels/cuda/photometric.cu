@@ -796,11 +796,14 @@ __device__ __forceinline__ void combine_cluster_counts(const unsigned int* block
 
 // A block of `split` (a cluster of them where split > 1, Hopper and newer) takes an equal part
 // of its image's runs, blockIdx.x % split the part: parts of half an image let two blocks share
-// an SM, so that one computes while the other waits on its barrier or its stores.
+// an SM, so that one computes while the other waits on its barrier or its stores. `program` and
+// `rows` are __grid_constant__, read where they lie: about 110 instructions fewer, and on an H100
+// the op alone 97.6 -> 97.4 us, ColorAugment and ColorJitter in one call 131.7 -> 129.8.
 template <int C, typename T, typename out_t, typename P, int V, bool Interleaved, bool Halves>
 __global__ void __launch_bounds__(kResidentThreads, 1)
-    resident_transform(const T* in, out_t* out, Geometry g, Program program, Rows<P> rows,
-                       Output<P> o, int split) {
+    resident_transform(const T* in, out_t* out, Geometry g,
+                       const __grid_constant__ Program program,
+                       const __grid_constant__ Rows<P> rows, Output<P> o, int split) {
   using R = Runs<T, C, V, Interleaved>;
   extern __shared__ __align__(16) unsigned char resident_image[];
   T* pixels = reinterpret_cast<T*>(resident_image);
