@@ -1,12 +1,15 @@
 """pytest set-up for gpuaug: loads the installed package (the library registers torch.ops.gpuaug)
 and makes the shared helpers in gpuaug_testing.py importable whatever pytest's import mode."""
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
 # Inductor's on-disk caches key a compiled backward on the forward graph alone, so a graph
 # compiled against an earlier build of gpuaug would be replayed against this one: start empty.
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuaug-test-inductor-")
+atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
