@@ -185,6 +185,11 @@ int64_t drawn_columns(const Program& program) {
   return columns;
 }
 
+void check_on_image_device(const char* name, const at::Tensor& t, const at::Tensor& image) {
+  TORCH_CHECK(t.device() == image.device(), kOp, ": expected '", name, "' on ", image.device(),
+              " like 'image', but got ", t.device());
+}
+
 // order, factors and apply: [K] (every sample) or [N, K], on the image's device.
 void check_per_slot(const char* name, const at::Tensor& t, const at::Tensor& image, int64_t k,
                     const char* dtypes, bool dtype_ok) {
@@ -196,8 +201,7 @@ void check_per_slot(const char* name, const at::Tensor& t, const at::Tensor& ima
   TORCH_CHECK(shape_ok, kOp, ": expected '", name, "' of shape [", std::to_string(k), "] or [",
               size_str(n), ", ", std::to_string(k), "] (one per stage) for an image of shape ",
               shape_str(image.sym_sizes()), ", but got ", shape_str(t.sym_sizes()));
-  TORCH_CHECK(t.device() == image.device(), kOp, ": expected '", name, "' on ", image.device(),
-              " like 'image', but got ", t.device());
+  check_on_image_device(name, t, image);
 }
 
 // A drawn program's uniforms: [U] or [N, U], U at least the columns it reads; order and apply
@@ -220,8 +224,7 @@ void check_drawn(const Program& program, const at::Tensor& factors, const at::Te
               ", U] with U >= ", std::to_string(columns),
               " (the columns 'factor_ranges' reads) for an image of shape ",
               shape_str(image.sym_sizes()), ", but got ", shape_str(factors.sym_sizes()));
-  TORCH_CHECK(factors.device() == image.device(), kOp, ": expected 'factors' on ",
-              image.device(), " like 'image', but got ", factors.device());
+  check_on_image_device("factors", factors, image);
 }
 
 // Values are checked where they are on the CPU (no synchronisation); on the GPU the kernels apply

@@ -1392,6 +1392,23 @@ def test_bad_order_values():
         gpuaug.photometric(image, [1, 8], torch.ones(2), order=order)
 
 
+@pytest.mark.parametrize("name, call", [
+    ("factors", lambda i: gpuaug.photometric(i, [Stage.BRIGHTNESS], torch.ones(1, device="meta"))),
+    ("order", lambda i: gpuaug.photometric(i, [Stage.BRIGHTNESS], torch.ones(1),
+                                           order=torch.zeros(1, dtype=torch.int64, device="meta"))),
+    ("apply", lambda i: gpuaug.photometric(i, [Stage.BRIGHTNESS], torch.ones(1),
+                                           apply=torch.ones(1, dtype=torch.bool, device="meta"))),
+    ("factors", lambda i: gpuaug.photometric(  # drawn: uniforms
+        i, DRAWN_STAGES, torch.rand(9, device="meta"),
+        factor_ranges=[v for row in DRAWN_TERMS for v in row])),
+])
+def test_argument_on_another_device(name, call):
+    image = torch.zeros([2, 3, 4, 4], dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match=f"gpuaug::photometric: expected '{name}' on cpu like "
+                                           "'image', but got meta"):
+        call(image)
+
+
 @requires_cuda
 def test_device_mix():
     image = torch.zeros([2, 3, 4, 4], dtype=torch.uint8, device="cuda")
