@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Nsight Compute profile of the photometric op alone on the GPU machine (one device call, about
-# 310 s with the build): ColorJitter(0.4, 0.4, 0.4, 0.1) and ColorJitter(0.4, 0, 0.4, 0.1) (no
-# contrast: the one-pass program), uint8 -> float32 + Normalize, 256x3x224x224, draws made
-# beforehand, three calls each, every call profiled with `--set full` at the GPU's own clocks.
-# Writes $OUT/details.txt and $OUT/raw.csv (a few MB each); prints each kernel's headline numbers.
+# Nsight Compute profile of the photometric op alone on the GPU machine, in one device call
+# (310 s with a fresh build; after `bash .ci/gpu_check` on the same machine the build is
+# incremental): ColorJitter(0.4, 0.4, 0.4, 0.1) and ColorJitter(0.4, 0, 0.4, 0.1) (no contrast:
+# the one-pass program), uint8 -> float32 + Normalize, 256x3x224x224, draws made beforehand,
+# three calls each, every call profiled with `--set full` at the GPU's own clocks. Writes
+# $OUT/details.txt and $OUT/raw.csv (a few MB each); prints each kernel's headline numbers.
 #   OUT=/some/dir bash benchmarks/photometric_ncu.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-build/ncu}
 mkdir -p "$OUT"
-unset TORCH_CUDA_ARCH_LIST   # the GPU's own architecture, as a default build
-python3 -m pip install -q --no-build-isolation --no-deps --no-index -Cbuild-dir=build/ncu . \
-  > "$OUT/build.log" 2>&1
+# gpu_check's build (the GPU's own architecture), so that after it this one is incremental
+unset TORCH_CUDA_ARCH_LIST
+python3 -m pip install -q --no-build-isolation --no-deps --no-index -Cbuild-dir=build/gpu \
+  -Ccmake.define.GPUAUG_BUILD_TESTS=ON . > "$OUT/build.log" 2>&1
 cat > "$OUT/calls.py" <<'PY'
 import torch
 from gpuaug import transforms as T
