@@ -365,13 +365,18 @@ def test_layouts(layout, dtype, device):
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.float64])
-def test_conversion_and_normalize(out_dtype, device):
-    """uint8 in, ColorJitter, ToDtype(scale=True) and Normalize: one call."""
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_conversion_and_normalize(out_dtype, channels_last, device):
+    """uint8 in, ColorJitter, ToDtype(scale=True) and Normalize: one call. 24x40: 120 runs of 8
+    pixels, the last warp's lanes in part (interleaved, a warp stages its stores together)."""
     mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-    image = make_image([6, 3, 32, 32], torch.uint8, device, seed=3)
+    image = make_image([6, 3, 24, 40], torch.uint8, device, seed=3)
+    if channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
     transform = T.ColorJitter(0.4, 0.4, 0.4, 0.1, dtype=out_dtype, mean=mean, std=std)
     params = transform.sample_params(image)
     out = transform(image, params)
+    assert torch.equal(out, transform(image.contiguous(), params))
     jittered = torchvision_batch(image, transform.stages, params)
     expected = F.normalize(F.to_dtype(jittered, out_dtype, scale=True), mean, std)
     assert out.dtype == out_dtype

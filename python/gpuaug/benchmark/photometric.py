@@ -5,10 +5,11 @@ The headline: a 256x3x224x224 uint8 batch through ColorJitter(0.4, 0.4, 0.4, 0.1
 float32 and normalised. gpuaug's time includes its per-sample draws; bytes are those of a
 two-pass design (the image read twice, the output written once). The op alone is also set
 against what PyTorch and torchvision take to feed the same batch without augmentation: the
-uint8 -> float32 conversion alone, and ToDtype + Normalize. The same without contrast runs one
-pass. The batch shrinks with --size (256 at the default 2^28). RandomPhotometricDistort and the
-Compose flip coins (torchvision one per batch): their times are means over a seeded sequence.
-ColorAugment inside the jitter's Compose is set against gpuaug's two calls one after the other.
+uint8 -> float32 conversion alone, and ToDtype + Normalize; and in channels_last memory against
+the conversion there. The same without contrast runs one pass. The batch shrinks with --size
+(256 at the default 2^28). RandomPhotometricDistort and the Compose flip coins (torchvision one
+per batch): their times are means over a seeded sequence. ColorAugment inside the jitter's
+Compose is set against gpuaug's two calls one after the other.
 """
 
 from typing import Callable, Optional
@@ -44,6 +45,14 @@ def jitter_inputs(shape, device, transform):
         image = torch.randint(0, 256, shape, device=device, dtype=torch.uint8)
         return (image, transform.sample_params(image))
     return make
+
+
+def channels_last(make):
+    """The same inputs with the image in channels_last (NHWC) memory, as decoders give them."""
+    def make_channels_last():
+        image, *rest = make()
+        return (image.contiguous(memory_format=torch.channels_last), *rest)
+    return make_channels_last
 
 
 def torchvision_jitter_normalize(*jitter_args) -> Optional[Callable]:
@@ -137,6 +146,10 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         if baseline is not None:
             result.append(Case("photometric jitter u8->f32", shape, u8, image_inputs(shape, device),
                                jitter, baseline, label, two_pass))
+    # channels_last in and out: the same op alone, and against PyTorch's bare conversion there
+    result.append(Case("photometric jitter u8->f32 op, channels_last", shape, u8,
+                       channels_last(jitter_inputs(shape, device, jitter)), jitter,
+                       conversion_alone, "torch uint8->float32 conversion alone", two_pass))
     # without contrast: no reduction, one pass (the image read once, the output written once)
     baseline = torchvision_jitter_normalize(0.4, 0.0, 0.4, 0.1)
     if baseline is not None:
