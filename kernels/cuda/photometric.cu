@@ -101,6 +101,22 @@ constexpr bool kRunHalves = V % 2 == 0 && V * sizeof(out_t) > 16 && V / 2 * size
 template <int V, bool Halves>
 constexpr int kRunGap = Halves ? 16 * V : V / 2;  // from a run's first half to its second
 
+// Interleaved, resident images whose warps' runs are whole take the same flag (Halves) for pairs:
+// a lane's V pixels as V / 2 pairs, lane l's at 2 l + 64 s of its warp's 32 V (s < V / 2), so that
+// the warp's pairs s are one span of 64 pixels, staged and stored in one round of whole words
+// (uint8 -> float32: 768 bytes, what the warp's pixels took in shared memory), where V consecutive
+// pixels take four rounds of eight lanes, whose values stay live throughout (72 registers: 88
+// bytes spilled). H200, 256x3x224x224 uint8 channels_last -> float32: ColorJitter + Normalize
+// 105.5 -> 97.5 us, without contrast (the kernel's one pass) 80.5 -> 70.8 us.
+template <typename T, typename out_t, int V>
+constexpr bool kRunPairs = sizeof(T) == 1 && V == 8 && sizeof(out_t) == 4;
+
+constexpr int kPairGap = 64;  // pixels from a lane's pair s to its pair s + 1
+
+// The pixels from one lane's first to the next lane's.
+template <int V, bool Interleaved, bool Halves>
+constexpr int kLanePixels = !Halves ? V : (Interleaved ? 2 : V / 2);
+
 // A thread's C runs of V elements: planar, run c is channel c; interleaved, the runs are the
 // pixels' C * V consecutive values.
 template <typename T, int C, int V, bool Interleaved>
@@ -272,9 +288,9 @@ __device__ __forceinline__ void store_warp_span(Word* warp_out, const Word (&min
 
 // Interleaved stores of 4-byte and wider values go through store_warp_span (in whole words). H200,
 // 256x3x224x224 uint8 in channels_last, float32 out: ColorJitter + Normalize 144 -> 106 us
-// (planar: 90), without contrast 120 -> 80, the conversion and Normalize alone 134 -> 53 (52);
-// float32 in and out 267 -> 248. bfloat16 and uint8 outputs, whose lanes' stores were not what
-// bound them (89 us, as planar), took 2-5% longer staged.
+// (planar: 90; 97 with pairs, see kRunPairs), without contrast 120 -> 80 (71), the conversion
+// and Normalize alone 134 -> 53 (52); float32 in and out 267 -> 248. bfloat16 and uint8 outputs,
+// whose lanes' stores were not what bound them (89 us, as planar), took 2-5% longer staged.
 template <int C, typename out_t, int V, bool Interleaved>
 constexpr bool kStagedStores = Interleaved && sizeof(out_t) >= 4 && C * V * sizeof(out_t) % 4 == 0;
 
@@ -301,7 +317,21 @@ __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int6
                                              int64_t p0, const P (&x)[V][3], const Output<P>& o,
                                              void* stage, int64_t end) {
   using R = Runs<out_t, C, V, Interleaved>;
-  if constexpr (kStagedStores<C, out_t, V, Vectorized && Interleaved>) {
+  if constexpr (Halves && Interleaved) {  // pairs (see kRunPairs): a round of whole words each
+    const int64_t warp_p0 = p0 - threadIdx.x % 32 * 2;
+#pragma unroll
+    for (int pair = 0; pair < V / 2; ++pair) {
+      Chunk<out_t, 2 * C> values;
+#pragma unroll
+      for (int f = 0; f < 2 * C; ++f) {
+        values.v[f] = convert<T, out_t>(x[2 * pair + f / C][f % C], o, f % C);
+      }
+      using Word = typename Chunk<out_t, 2 * C>::Word;
+      store_warp_span<StageBytes, Streaming>(
+          reinterpret_cast<Word*>(out + image_base + (warp_p0 + kPairGap * pair) * C), values.w,
+          static_cast<Word*>(stage), 32);
+    }
+  } else if constexpr (kStagedStores<C, out_t, V, Vectorized && Interleaved>) {
     Chunk<out_t, C * V> span;
 #pragma unroll
     for (int f = 0; f < C * V; ++f) {
@@ -752,9 +782,23 @@ template <int C, typename T, int V, bool Interleaved, bool Halves>
 __device__ __forceinline__ Runs<T, C, V, Interleaved> resident_runs(const T* pixels, int64_t plane,
                                                                     int64_t q0) {
   Runs<T, C, V, Interleaved> r;
+  if constexpr (Interleaved && Halves) {  // pairs (kRunPairs): 2 C bytes each, 2-byte aligned
+    constexpr int kHalfWords = C * V / 2;
+    uint32_t halves[kHalfWords];
 #pragma unroll
-  for (int k = 0; k < C; ++k) {
-    r.run[k] = read_run<T, V, Halves>(pixels + r.offset(0, plane, q0, k));
+    for (int h = 0; h < kHalfWords; ++h) {
+      const int pair = h / C, at = h % C;  // a pair's C 16-bit halves
+      halves[h] = reinterpret_cast<const uint16_t*>(pixels + (q0 + kPairGap * pair) * C)[at];
+    }
+#pragma unroll
+    for (int w = 0; w < kHalfWords / 2; ++w) {
+      r.run[w / (V / 4)].u32[w % (V / 4)] = __byte_perm(halves[2 * w], halves[2 * w + 1], 0x5410u);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      r.run[k] = read_run<T, V, Halves>(pixels + r.offset(0, plane, q0, k));
+    }
   }
   return r;
 }
@@ -904,12 +948,10 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   // q: a pixel's index in the block's part (Halves: every warp's lie in it, see the launch).
   // Spelled here: as a helper function it changed nvcc's code for the steps (copies at each case
   // of apply_step's switch; the uint8 -> uint8 kernel 91 -> 96 us, H100).
-  const auto first_pixel = [&](int64_t chunk) -> int64_t {
-    if constexpr (Halves) {  // see kRunHalves
-      return chunk * chunk_pixels + threadIdx.x / 32 * (32 * V) + threadIdx.x % 32 * (V / 2);
-    } else {
-      return chunk * chunk_pixels + threadIdx.x * V;
-    }
+  const auto first_pixel = [&](int64_t chunk) -> int64_t {  // see kRunHalves, kRunPairs
+    constexpr int kStep = kLanePixels<V, Interleaved, Halves>;
+    static_assert(!Interleaved || !Halves || 32 * kStep == kPairGap);
+    return chunk * chunk_pixels + threadIdx.x / 32 * (32 * V) + threadIdx.x % 32 * kStep;
   };
   // Each thread copies V consecutive pixels, which with Halves belong to two lanes of its warp:
   // their reads follow a __syncwarp after the wait (lane_copies_landed).
@@ -953,8 +995,9 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
     run_steps<C, T>(prog, first_step, prog.count, x, reduced);
     // streaming stores: 0.1072 -> 0.1060 ms (H100, ColorJitter u8 -> float32, whose 154 MB
     // output passes through L2 once). Interleaved, the warp stages them where its pixels were.
+    constexpr int kStep = kLanePixels<V, Interleaved, Halves>;
     store_pixels<C, T, out_t, P, V, true, Interleaved, true, Halves, 32 * C * V * int{sizeof(T)}>(
-        out, g, image_base, begin + q0, x, o, pixels + (q0 - threadIdx.x % 32 * V) * C,
+        out, g, image_base, begin + q0, x, o, pixels + (q0 - threadIdx.x % 32 * kStep) * C,
         begin + pixels_here);
   };
   if (prog.reduce_at < 0) {  // the sample skips its reduction stage: one pass, as chunks land
@@ -988,7 +1031,14 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
 #pragma unroll
         for (int w = 0; w < V / 4; ++w) run.u32[w] = u8_word<T, C, V, Interleaved>(x, k, w);
         T* at = pixels + R().offset(0, part_pixels, q0, k);
-        if constexpr (Halves) {  // half the words at each half
+        if constexpr (Interleaved && Halves) {  // pairs: the 16-bit halves where they were read
+#pragma unroll
+          for (int e = 0; e < V / 2; ++e) {
+            const int h = k * (V / 2) + e, pair = h / C;  // the run's e-th half of the thread's
+            reinterpret_cast<uint16_t*>(pixels + (q0 + kPairGap * pair) * C)[h % C] =
+                static_cast<uint16_t>(run.u32[e / 2] >> (16 * (e % 2)));
+          }
+        } else if constexpr (Halves) {  // half the words at each half
 #pragma unroll
           for (int w = 0; w < V / 8; ++w) {
             reinterpret_cast<uint32_t*>(at)[w] = run.u32[w];
@@ -1260,7 +1310,7 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         return true;
       };
       if constexpr (kIsU8<T> && kVectorized) {
-        if constexpr (!kInterleaved && kRunHalves<T, out_t, V>) {
+        if constexpr (kInterleaved ? kRunPairs<T, out_t, V> : kRunHalves<T, out_t, V>) {
           if (resident(std::true_type{})) return;
         }
         if (resident(std::false_type{})) return;

@@ -141,12 +141,14 @@ def check_photometric(device):
     # uint8 planes of 512 pixels read in runs of 8, of 60 pixels in runs of 4; a batch of two
     # images per SM, uint8 with a reduction: each image in shared memory (on Hopper, halves of
     # 1463 and 1462 runs in a cluster of two blocks; 144x160: 1440 runs each, whole warps' runs,
-    # which float outputs take in halves, see kRunHalves)
+    # which float outputs take in halves, see kRunHalves, and interleaved float32 in pairs,
+    # kRunPairs)
     sms = torch.cuda.get_device_properties(device).multi_processor_count if device != "cpu" else 4
     cases = [((4, 3, 16, 32), False), ((4, 3, 16, 32), True), ((4, 3, 6, 10), False),
              ((4, 3, 6, 10), True), ((3, 3, 5, 7), False), ((2, 1, 9, 11), False),
              ((2, 2, 3, 8, 16), False), ((2 * sms, 3, 150, 156), False),
-             ((2 * sms, 3, 150, 156), True), ((2 * sms, 3, 144, 160), False)]
+             ((2 * sms, 3, 150, 156), True), ((2 * sms, 3, 144, 160), False),
+             ((2 * sms, 3, 144, 160), True)]
     for i, (shape, interleaved) in enumerate(cases):
         n, c = shape[0], shape[-3]
         x = torch.randint(0, 256, shape, generator=g, dtype=torch.uint8)

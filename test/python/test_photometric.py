@@ -999,7 +999,7 @@ def test_resident_images(name, out_dtype, channels_last, size):
     take the two-pass kernels. Both give the same values, torchvision's. Blocks large enough that
     two images an SM fill it. 150x156: an odd number of runs of 8 pixels (the halves differ).
     144x160: each half a whole number of warps' runs, so that the resident kernel takes float
-    planes' runs in halves (kRunHalves)."""
+    planes' runs in halves (kRunHalves), and interleaved float32 ones in pairs (kRunPairs)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     image = make_image([2 * sms, 3, *size], torch.uint8, "cuda", seed=31)
     if channels_last:
@@ -1017,8 +1017,11 @@ def test_resident_images(name, out_dtype, channels_last, size):
     whole = transform(image, params)
     names = kernel_names(lambda: transform(image, params))
     assert any("resident_transform" in k for k in names)
-    halves = size == (144, 160) and out_dtype != torch.uint8 and not channels_last
-    assert any("resident_transform" in k and "8, false, true>" in k for k in names) == halves
+    # planar float outputs take runs in halves, interleaved float32 ones pairs (kRunPairs)
+    halves = size == (144, 160) and (out_dtype == torch.float32 if channels_last
+                                     else out_dtype != torch.uint8)
+    layout = "8, true, true>" if channels_last else "8, false, true>"
+    assert any("resident_transform" in k and layout in k for k in names) == halves
     pieces = torch.cat([transform(image[n:n + 4], {k: v[n:n + 4] for k, v in params.items()})
                         for n in range(0, image.shape[0], 4)])
     assert not any("resident_transform" in k for k in
