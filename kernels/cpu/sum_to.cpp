@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 
+#include <cmath>
 #include <vector>
 
 namespace gpuaug::cpu {
@@ -11,6 +12,19 @@ namespace {
 
 // Terms per partial sum: fixed, so the partial sums (and their order) do not follow the threads.
 constexpr int64_t kChunk = 4096;
+
+// A sum in double with its rounding errors carried (Neumaier's compensated summation): float64
+// terms summed plainly lose up to n eps of the sum (257 equal terms, an expanded gradient: 4.7e-12
+// off in 895, where an accurate sum is within 2e-12), compensated about 2 eps, in any order.
+struct CompensatedSum {
+  double sum = 0, error = 0;
+  void add(double term) {
+    const double next = sum + term;
+    error += std::abs(sum) >= std::abs(term) ? (sum - next) + term : (term - next) + sum;
+    sum = next;
+  }
+  double value() const { return sum + error; }
+};
 
 }  // namespace
 
@@ -34,21 +48,24 @@ at::Tensor deterministic_sum_to(const at::Tensor& full, at::IntArrayRef size) {
   const int64_t chunks = std::max<int64_t>(1, (cols + kChunk - 1) / kChunk);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, full.scalar_type(), "sum_to", [&] {
     const scalar_t* in = matrix.const_data_ptr<scalar_t>();
-    std::vector<double> partial(rows * chunks, 0.0);
+    std::vector<CompensatedSum> partial(rows * chunks);
     at::parallel_for(0, rows * chunks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t row = task / chunks, first = (task % chunks) * kChunk;
         const scalar_t* x = in + row * cols;
-        double sum = 0;
-        for (int64_t c = first; c < std::min(cols, first + kChunk); ++c) sum += double(x[c]);
+        CompensatedSum sum;
+        for (int64_t c = first; c < std::min(cols, first + kChunk); ++c) sum.add(double(x[c]));
         partial[task] = sum;
       }
     });
     scalar_t* dst = out.mutable_data_ptr<scalar_t>();   // contiguous, rows in `size`'s order
     for (int64_t row = 0; row < rows; ++row) {
-      double sum = 0;
-      for (int64_t c = 0; c < chunks; ++c) sum += partial[row * chunks + c];
-      dst[row] = static_cast<scalar_t>(sum);
+      CompensatedSum sum;
+      for (int64_t c = 0; c < chunks; ++c) {
+        sum.add(partial[row * chunks + c].sum);
+        sum.add(partial[row * chunks + c].error);
+      }
+      dst[row] = static_cast<scalar_t>(sum.value());
     }
   });
   return out;
