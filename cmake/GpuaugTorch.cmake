@@ -103,3 +103,25 @@ elseif(_torch_release VERSION_GREATER 2.15)
   message(WARNING "gpuaug is tested with PyTorch 2.11 to 2.15; ${GPUAUG_TORCH_VERSION} is newer")
 endif()
 message(STATUS "gpuaug: PyTorch ${GPUAUG_TORCH_VERSION}, CUDA kernels ${GPUAUG_WITH_CUDA} (${GPUAUG_CUDA_ARCHITECTURES_USED})")
+
+# The CPU loops' threads: at::parallel_for is a header template, and with torch's OpenMP backend
+# (ATen/Config.h) it runs its body on several threads only where the code calling it is compiled
+# with OpenMP; without, on one, whatever torch.set_num_threads says. torch's wheels ship
+# libgomp.so.1, the soname we link, so the process keeps one OpenMP runtime and thread count.
+set(GPUAUG_CPU_THREADS OFF)
+find_file(GPUAUG_ATEN_CONFIG ATen/Config.h PATHS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH NO_CACHE)
+if(GPUAUG_ATEN_CONFIG)
+  file(STRINGS "${GPUAUG_ATEN_CONFIG}" _aten_openmp REGEX "^#define AT_PARALLEL_OPENMP 1")
+  file(STRINGS "${GPUAUG_ATEN_CONFIG}" _aten_native REGEX "^#define AT_PARALLEL_NATIVE 1")
+endif()
+if(_aten_openmp)
+  find_package(OpenMP COMPONENTS CXX)
+  if(OpenMP_CXX_FOUND)
+    set(GPUAUG_CPU_THREADS ON)
+  else()
+    message(WARNING "gpuaug: the compiler has no OpenMP, so the CPU kernels will run on one thread")
+  endif()
+elseif(_aten_native)
+  set(GPUAUG_CPU_THREADS ON)   # torch's own thread pool, no compiler support needed
+endif()
+message(STATUS "gpuaug: CPU kernels on torch's intra-op threads: ${GPUAUG_CPU_THREADS}")

@@ -3,7 +3,7 @@ nothing is saved for backward under no_grad or inference_mode; forward and backw
 bits twice under torch.use_deterministic_algorithms(True), and write every element of their
 outputs (that mode fills fresh memory with NaN); the CPU kernels give the same bits on 1 and N
 intra-op threads (lltm's CPU matrix products, MKL's, only nearly: see BLAS_RESULTS; mul's gradient
-of a broadcast operand sums serially for this).
+of a broadcast operand sums fixed chunks, combined in order, for this), and do use several.
 
 lltm's CUDA matrix products are cuBLAS's. PyTorch used to raise for them under deterministic
 algorithms unless CUBLAS_WORKSPACE_CONFIG=:4096:8 (or :16:8) was set before the run; PyTorch 2.11,
@@ -12,9 +12,15 @@ PyTorch gives each cuBLAS handle and stream a workspace of its own, which is wha
 be reproducible). So nothing is set here, and test_deterministic_algorithms unsets it (the old
 check read it at each call).
 """
+import os
+import threading
+import time
+
 import pytest
 import torch
 
+import gpuaug
+import gpuaug.transforms
 from gpuaug_testing import (as_bits, assert_close, assert_same_bits, call_op, forward_backward,
                             on_device, op_case, op_device_params)
 
@@ -90,6 +96,53 @@ def test_same_bits_on_one_and_n_threads(name, threads):
         assert_close(n[i], one[i])
     keep = [i for i in range(len(one)) if i not in blas]
     assert_same_bits([n[i] for i in keep], [one[i] for i in keep], f"{name} on {threads} threads")
+
+
+def thread_cpu_ticks():
+    """Each of this process's threads' CPU time so far, in clock ticks (Linux's /proc)."""
+    ticks = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:   # the thread has ended
+            continue
+        ticks[int(tid)] = int(fields[11]) + int(fields[12])   # utime, stime
+    return ticks
+
+
+BIG_CPU_CALLS = {
+    "photometric": lambda x: gpuaug.transforms.ColorJitter(0.4, 0.4, 0.4, 0.1)(x),
+    "color_transform": lambda x: gpuaug.color_transform(x, contrast=torch.full((len(x),), 1.2)),
+}
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads Linux's /proc")
+@pytest.mark.parametrize("name", sorted(BIG_CPU_CALLS))
+def test_cpu_kernels_run_on_several_threads(name):
+    # The same-bits tests above pass on one thread too, which is how the CPU kernels ran while
+    # the library was built without OpenMP (at::parallel_for's body then runs serially): here
+    # the work of the op's own loops (no ATen kernel of any size in these calls) must also land
+    # on a thread other than the caller's.
+    assert gpuaug._build_info.cpu_threads
+    x = torch.randint(0, 256, (8, 3, 224, 224), dtype=torch.uint8,
+                      generator=torch.Generator().manual_seed(0))
+    call = BIG_CPU_CALLS[name]
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        call(x)
+        time.sleep(0.05)   # OpenMP's idle threads stop spinning
+        before, start = thread_cpu_ticks(), time.monotonic()
+        while time.monotonic() - start < 0.5:
+            call(x)
+        after = thread_cpu_ticks()
+    finally:
+        torch.set_num_threads(previous)
+    caller = threading.get_native_id()
+    worked = {tid: ticks - before.get(tid, 0) for tid, ticks in after.items()}
+    others = sum(ticks for tid, ticks in worked.items() if tid != caller)
+    assert others >= 0.25 * worked[caller], f"{name}: other threads {others}, caller {worked}"
 
 
 def test_mul_gradient_of_one_element_on_one_and_two_threads():
