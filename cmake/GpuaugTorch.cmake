@@ -49,6 +49,10 @@ if(NOT GPUAUG_CUDA STREQUAL "OFF")
   endif()
 endif()
 
+# For the CPU loops' threads (below), found before CUDA is enabled: FindOpenMP's test projects
+# would then need CUDA architectures, which this file leaves to the target.
+find_package(OpenMP COMPONENTS CXX)
+
 if(GPUAUG_WITH_CUDA)
   # GPUAUG_CUDA_ARCHITECTURES (CMake syntax, e.g. "80-real;90") overrides; else PyTorch's
   # convention (TORCH_CUDA_ARCH_LIST, the visible GPUs, torch's own list), worked out anew at
@@ -109,14 +113,15 @@ message(STATUS "gpuaug: PyTorch ${GPUAUG_TORCH_VERSION}, CUDA kernels ${GPUAUG_W
 # with OpenMP; without, on one, whatever torch.set_num_threads says. torch's wheels ship
 # libgomp.so.1, the soname we link, so the process keeps one OpenMP runtime and thread count.
 set(GPUAUG_CPU_THREADS OFF)
+set(GPUAUG_OPENMP OFF)
 find_file(GPUAUG_ATEN_CONFIG ATen/Config.h PATHS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH NO_CACHE)
 if(GPUAUG_ATEN_CONFIG)
   file(STRINGS "${GPUAUG_ATEN_CONFIG}" _aten_openmp REGEX "^#define AT_PARALLEL_OPENMP 1")
   file(STRINGS "${GPUAUG_ATEN_CONFIG}" _aten_native REGEX "^#define AT_PARALLEL_NATIVE 1")
 endif()
 if(_aten_openmp)
-  find_package(OpenMP COMPONENTS CXX)
   if(OpenMP_CXX_FOUND)
+    set(GPUAUG_OPENMP ON)
     set(GPUAUG_CPU_THREADS ON)
   else()
     message(WARNING "gpuaug: the compiler has no OpenMP, so the CPU kernels will run on one thread")
