@@ -236,12 +236,78 @@ void for_each_task(const Walk& w, const std::vector<SampleProgram<P>>& progs,
   });
 }
 
+// Whether each step of the program maps every channel's value apart from the others': then, for
+// a uint8 image, the program and the conversion are a table of kBins values a channel.
+template <typename P>
+bool maps_channels_apart(const SampleProgram<P>& prog) {
+  for (int i = 0; i < prog.count; ++i) {
+    switch (prog.steps[i].kind) {
+      case kBrightness: case kContrast: case kSolarize: case kPosterize: case kInvert:
+      case kAutocontrast: case kEqualize:
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+// The image's tables (C x kBins): every uint8 value through the same steps as a pixel's.
+template <int C, typename T, typename out_t, typename P>
+GPUAUG_PIXEL_LOOP void make_tables(const SampleProgram<P>& prog, const Reduced<P>& r,
+                                   const Output<P>& o, out_t* tables) {
+  for (int first = 0; first < kBins; first += kRun) {
+    P x[kRun][3];
+    for (int j = 0; j < kRun; ++j) {
+      for (int c = 0; c < 3; ++c) x[j][c] = static_cast<P>(first + j);
+    }
+    run_steps<C, T>(prog, 0, prog.count, x, r);
+    for (int j = 0; j < kRun; ++j) {
+      for (int c = 0; c < C; ++c) tables[c * kBins + first + j] = convert<T, out_t>(x[j][c], o, c);
+    }
+  }
+}
+
+template <int C, typename out_t>
+void look_up_pixels(const uint8_t* in, out_t* out, const Walk& w, const out_t* tables,
+                    int64_t base, int64_t first, int64_t last) {
+  for (int c = 0; c < C; ++c) {
+    const out_t* table = tables + c * kBins;
+    const int64_t start = base + c * w.channel_step;
+    for (int64_t px = first; px < last; ++px) {
+      out[start + px * w.pixel_step] = table[in[start + px * w.pixel_step]];
+    }
+  }
+}
+
 template <int C, typename T, typename out_t, typename P>
 void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleProgram<P>>& progs,
                const std::vector<Reduced<P>>& reduced, const Output<P>& o) {
-  for_each_task<C>(w, progs, reduced, [&](int64_t, const SampleProgram<P>& prog,
+  // uint8 images whose programs map channels apart look their pixels up in tables of their values
+  // (a lone RandomInvert of 32x3x224x224 on two threads: 2.6 -> 1.5 ms); an empty vector: none do
+  std::vector<out_t> tables;
+  if constexpr (kIsU8<T>) {
+    const bool every_image = std::all_of(progs.begin(), progs.end(),
+                                         [](const auto& prog) { return maps_channels_apart(prog); });
+    if (every_image) {
+      tables.resize(w.images() * C * kBins);
+      at::parallel_for(0, w.images(), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t image = begin; image < end; ++image) {
+          const Reduced<P> r = reduced.empty() ? Reduced<P>{} : reduced[image];
+          make_tables<C, T>(progs[image / w.g.frames], r, o, &tables[image * C * kBins]);
+        }
+      });
+    }
+  }
+  for_each_task<C>(w, progs, reduced, [&](int64_t image, const SampleProgram<P>& prog,
                                           const Reduced<P>& r, int64_t base, int64_t first,
                                           int64_t last) {
+    if constexpr (kIsU8<T>) {
+      if (!tables.empty()) {
+        look_up_pixels<C>(in, out, w, &tables[image * C * kBins], base, first, last);
+        return;
+      }
+    }
     transform_pixels<C, T>(in, out, w, prog, r, o, base, first, last);
   });
 }
