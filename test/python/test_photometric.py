@@ -105,6 +105,13 @@ def every_transform(dtype):
         "RandomChannelPermutation": T.RandomChannelPermutation(),
         "ColorAugment": T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.ColorAugment(p=0.8),
                                    T.RandomInvert()]),
+        # uint8 steps that are bitwise operations (the CPU's byte loops), and steps that map each
+        # channel apart (the CPU's tables of uint8 values)
+        "bitwise Compose": T.Compose([
+            T.RandomInvert(0.6), T.RandomPosterize(4, 0.7),
+            T.RandomSolarize(solarize_threshold(dtype) * 0.9, 0.7), T.RandomInvert(0.5)]),
+        "channel-wise Compose": T.Compose([
+            T.ColorJitter(0.4, 0.4), T.RandomInvert(0.5), T.RandomAutocontrast(0.7)]),
     }
 
 
@@ -143,7 +150,8 @@ def test_matches_torchvision(name, channels, dtype, device):
     params = transform.sample_params(image)
     out = transform(image, params)
     expected = torchvision_batch(image, transform.stages, params)
-    thresholds = name in ("Compose", "RandomSolarize", "RandomPosterize", "RandomEqualize")
+    thresholds = name in ("Compose", "RandomSolarize", "RandomPosterize", "RandomEqualize",
+                          "bitwise Compose", "channel-wise Compose")
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=not thresholds)
 
 
@@ -343,7 +351,8 @@ def test_color_augment_compose_errors():
 @pytest.mark.parametrize("layout", ["channels_last", "strided", "3d", "video", "odd", "narrow",
                                     "narrow_channels_last"])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
-def test_layouts(layout, dtype, device):
+@pytest.mark.parametrize("name", ["Compose", "bitwise Compose", "channel-wise Compose"])
+def test_layouts(name, layout, dtype, device):
     # narrow: 60 pixels a plane, whose uint8 planes the GPU reads in runs of 4 pixels, not 8
     shape = {"3d": [3, 31, 17], "video": [3, 4, 3, 8, 16], "odd": [7, 3, 1, 97],
              "narrow": [4, 3, 6, 10], "narrow_channels_last": [4, 3, 6, 10]}.get(
@@ -353,7 +362,7 @@ def test_layouts(layout, dtype, device):
         image = image.contiguous(memory_format=torch.channels_last)
     elif layout == "strided":
         image = make_image([4, 3, 16, 48], dtype, device, seed=7)[..., ::2]
-    transform = every_transform(dtype)["Compose"]
+    transform = every_transform(dtype)[name]
     params = transform.sample_params(image)
     out = transform(image, params)
     if layout.endswith("channels_last"):
