@@ -147,10 +147,61 @@ GPUAUG_PIXEL_LOOP void add_stats(const T* in, const Walk& w, const SampleProgram
                    });
 }
 
+// The channels' smallest and largest of n pixels at p, uint8, Stride apart (1: a plane; C:
+// interleaved, p at a pixel's first channel), added to `stats`: lanes of a block of bytes, then
+// the channels of the lanes, so that the compiler vectorises the loop.
+template <int Stride>
+GPUAUG_PIXEL_LOOP void add_byte_extremes(const uint8_t* __restrict p, int64_t n, int channel,
+                                         double (&stats)[kStats]) {
+  constexpr int kBlock = 32 * Stride;
+  uint8_t low[kBlock], high[kBlock];
+  std::fill_n(low, kBlock, uint8_t{255});
+  std::fill_n(high, kBlock, uint8_t{0});
+  const int64_t bytes = n * Stride, blocked = bytes / kBlock * kBlock;
+  for (int64_t k = 0; k < blocked; k += kBlock) {
+    for (int j = 0; j < kBlock; ++j) {  // selects on a copy: std::min's references do not vectorise
+      const uint8_t v = p[k + j];
+      low[j] = v < low[j] ? v : low[j];
+      high[j] = v > high[j] ? v : high[j];
+    }
+  }
+  for (int64_t k = blocked; k < bytes; ++k) {
+    low[k % kBlock] = std::min(low[k % kBlock], p[k]);
+    high[k % kBlock] = std::max(high[k % kBlock], p[k]);
+  }
+  for (int j = 0; j < kBlock; ++j) {
+    const int c = channel + j % Stride;
+    stats[c] = combine_stat(kAutocontrast, c, stats[c], low[j]);
+    stats[3 + c] = combine_stat(kAutocontrast, 3 + c, stats[3 + c], high[j]);
+  }
+}
+
+// Autocontrast's statistics of pixels [first, last) of the uint8 image at `base`, taken at its
+// first step: its values as they are.
+template <int C>
+void add_extremes(const uint8_t* in, const Walk& w, int64_t base, int64_t first, int64_t last,
+                  double (&stats)[kStats]) {
+  if (w.g.interleaved) {
+    add_byte_extremes<C>(in + base + first * C, last - first, 0, stats);
+    return;
+  }
+  for (int c = 0; c < C; ++c) {
+    add_byte_extremes<1>(in + base + c * w.channel_step + first, last - first, c, stats);
+  }
+}
+
 // Counts the image's values at its equalize step.
 template <int C, typename T, typename P>
 GPUAUG_PIXEL_LOOP void count_values(const T* in, const Walk& w, const SampleProgram<P>& prog,
                                     int64_t base, int64_t (&histogram)[3][kBins]) {
+  if constexpr (kIsU8<T>) {
+    if (prog.reduce_at == 0) {  // the values as they are
+      for (int64_t px = 0; px < w.g.pixels; ++px) {
+        for (int c = 0; c < C; ++c) ++histogram[c][in[base + px * w.pixel_step + c * w.channel_step]];
+      }
+      return;
+    }
+  }
   run_pixels<C, T>(in, w, prog, prog.reduce_at, Reduced<P>{}, base, 0, w.g.pixels,
                    [&](const P (&x)[kRun][3], int64_t, int count) {
                      for (int j = 0; j < count; ++j) {
@@ -211,9 +262,14 @@ std::vector<Reduced<P>> reductions(const T* in, const Walk& w, int kind,
   const std::vector<Stats> stats = image_stats(
       w, kind, [&](int64_t image, int64_t first, int64_t last, double (&sums)[kStats]) {
         const SampleProgram<P>& prog = progs[image / w.g.frames];
-        if (prog.reduce_at >= 0) {
-          add_stats<C, T>(in, w, prog, kind, image * C * w.g.pixels, first, last, sums);
+        const int64_t base = image * C * w.g.pixels;
+        if constexpr (kIsU8<T>) {
+          if (prog.reduce_at == 0 && kind == kAutocontrast) {
+            add_extremes<C>(in, w, base, first, last, sums);
+            return;
+          }
         }
+        if (prog.reduce_at >= 0) add_stats<C, T>(in, w, prog, kind, base, first, last, sums);
       });
   for (int64_t image = 0; image < w.images(); ++image) {
     reduced[image] = finish_reduction<T, P>(kind, stats[image].v, w.g.pixels);

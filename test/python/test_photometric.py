@@ -111,7 +111,8 @@ def every_transform(dtype):
             T.RandomInvert(0.6), T.RandomPosterize(4, 0.7),
             T.RandomSolarize(solarize_threshold(dtype) * 0.9, 0.7), T.RandomInvert(0.5)]),
         "channel-wise Compose": T.Compose([
-            T.ColorJitter(0.4, 0.4), T.RandomInvert(0.5), T.RandomAutocontrast(0.7)]),
+            T.RandomAutocontrast(0.7), T.ColorJitter(0.4, 0.4), T.RandomInvert(0.5),
+            T.RandomEqualize(0.6)]),
     }
 
 
