@@ -4,10 +4,15 @@
 // Backward: with contrast, the mean again and a reduction pass for its gradient (each pixel's
 // gradient back to the contrast step); then one pass back through every step.
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/photometric.h"
 #include "kernels/photometric_grad.h"
@@ -190,14 +195,37 @@ void add_extremes(const uint8_t* in, const Walk& w, int64_t base, int64_t first,
   }
 }
 
+// Adds n pixels' values at p, Stride channels interleaved (1: a plane), to the histograms of
+// channels [channel, channel + Stride): in two halves, each its own counts, so that a value
+// repeated does not wait on its own count's last increment.
+template <int Stride>
+void count_bytes(const uint8_t* p, int64_t n, int64_t (&histogram)[3][kBins], int channel) {
+  int64_t halves[2][Stride][kBins] = {};
+  const int64_t paired = n / 2 * 2;
+  for (int64_t px = 0; px < paired; px += 2) {
+    for (int c = 0; c < Stride; ++c) {
+      ++halves[0][c][p[px * Stride + c]];
+      ++halves[1][c][p[(px + 1) * Stride + c]];
+    }
+  }
+  for (int c = 0; c < Stride; ++c) {
+    if (paired < n) ++halves[0][c][p[paired * Stride + c]];
+    for (int k = 0; k < kBins; ++k) histogram[channel + c][k] += halves[0][c][k] + halves[1][c][k];
+  }
+}
+
 // Counts the image's values at its equalize step.
 template <int C, typename T, typename P>
 GPUAUG_PIXEL_LOOP void count_values(const T* in, const Walk& w, const SampleProgram<P>& prog,
                                     int64_t base, int64_t (&histogram)[3][kBins]) {
   if constexpr (kIsU8<T>) {
     if (prog.reduce_at == 0) {  // the values as they are
-      for (int64_t px = 0; px < w.g.pixels; ++px) {
-        for (int c = 0; c < C; ++c) ++histogram[c][in[base + px * w.pixel_step + c * w.channel_step]];
+      if (w.g.interleaved) {
+        count_bytes<C>(in + base, w.g.pixels, histogram, 0);
+      } else {
+        for (int c = 0; c < C; ++c) {
+          count_bytes<1>(in + base + c * w.channel_step, w.g.pixels, histogram, c);
+        }
       }
       return;
     }
@@ -325,15 +353,96 @@ GPUAUG_PIXEL_LOOP void make_tables(const SampleProgram<P>& prog, const Reduced<P
   }
 }
 
+// Values [0, n) of `in`, interleaved Stride channels (1: a plane), through their channels'
+// tables (Stride x kBins).
+template <int Stride, typename out_t>
+GPUAUG_PIXEL_LOOP void look_up_run(const uint8_t* in, out_t* out, int64_t n,
+                                   const out_t* __restrict tables) {
+  for (int64_t k = 0; k < n; k += Stride) {
+    for (int c = 0; c < Stride; ++c) out[k + c] = tables[c * kBins + in[k + c]];
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GPUAUG_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+// 64 bytes through a table held in four registers: two 128-entry byte permutes, picked by each
+// byte's top bit.
+GPUAUG_VBMI inline __m512i look_up_64(__m512i v, const __m512i (&table)[4]) {
+  const __m512i below_128 = _mm512_permutex2var_epi8(table[0], v, table[1]);
+  const __m512i from_128 = _mm512_permutex2var_epi8(table[2], v, table[3]);
+  return _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), below_128, from_128);
+}
+
+// The bytes j of a run's vector `v` (64 v + j bytes into it) of channel c of Stride.
+constexpr uint64_t channel_lanes(int stride, int v, int c) {
+  uint64_t lanes = 0;
+  for (int j = 0; j < 64; ++j) lanes |= uint64_t{(64 * v + j) % stride == c} << j;
+  return lanes;
+}
+
+// look_up_run's uint8 values with AVX-512 VBMI, 64 at a time (a lone RandomEqualize's pass over
+// its values ten times as fast as a load a value); returns how many it did, the rest left.
+template <int Stride>
+GPUAUG_VBMI int64_t look_up_run_vbmi(const uint8_t* in, uint8_t* out, int64_t n,
+                                     const uint8_t* tables) {
+  __m512i table[Stride][4];
+  for (int c = 0; c < Stride; ++c) {
+    for (int i = 0; i < 4; ++i) table[c][i] = _mm512_loadu_si512(tables + c * kBins + 64 * i);
+  }
+  __mmask64 lanes[Stride][Stride];
+  for (int v = 0; v < Stride; ++v) {
+    for (int c = 0; c < Stride; ++c) lanes[v][c] = channel_lanes(Stride, v, c);
+  }
+  constexpr int64_t kBlock = 64 * Stride;  // whole pixels in whole vectors
+  int64_t k = 0;
+  for (; k + kBlock <= n; k += kBlock) {
+    for (int v = 0; v < Stride; ++v) {
+      const __m512i x = _mm512_loadu_si512(in + k + 64 * v);
+      __m512i y = look_up_64(x, table[0]);
+      for (int c = 1; c < Stride; ++c) {
+        y = _mm512_mask_blend_epi8(lanes[v][c], y, look_up_64(x, table[c]));
+      }
+      _mm512_storeu_si512(out + k + 64 * v, y);
+    }
+  }
+  return k;
+}
+
+// Whether to use AVX-512 VBMI: where the CPU has it and PyTorch's kernels use AVX-512
+// (ATEN_CPU_CAPABILITY=avx2 or default turns both off, and runs the portable loop).
+bool use_vbmi() {
+  static const bool use =
+      __builtin_cpu_supports("avx512vbmi") && at::get_cpu_capability() == "AVX512";
+  return use;
+}
+#endif
+
+template <int Stride, typename out_t>
+void look_up(const uint8_t* in, out_t* out, int64_t n, const out_t* tables) {
+#ifdef GPUAUG_VBMI
+  if constexpr (std::is_same_v<out_t, uint8_t>) {
+    if (use_vbmi()) {
+      const int64_t done = look_up_run_vbmi<Stride>(in, out, n, tables);
+      in += done;
+      out += done;
+      n -= done;
+    }
+  }
+#endif
+  look_up_run<Stride>(in, out, n, tables);
+}
+
 template <int C, typename out_t>
 void look_up_pixels(const uint8_t* in, out_t* out, const Walk& w, const out_t* tables,
                     int64_t base, int64_t first, int64_t last) {
+  if (w.g.interleaved) {
+    look_up<C>(in + base + first * C, out + base + first * C, (last - first) * C, tables);
+    return;
+  }
   for (int c = 0; c < C; ++c) {
-    const out_t* table = tables + c * kBins;
-    const int64_t start = base + c * w.channel_step;
-    for (int64_t px = first; px < last; ++px) {
-      out[start + px * w.pixel_step] = table[in[start + px * w.pixel_step]];
-    }
+    const int64_t start = base + c * w.channel_step + first;
+    look_up<1>(in + start, out + start, last - first, tables + c * kBins);
   }
 }
 

@@ -1,6 +1,9 @@
 """gpuaug::photometric and gpuaug.transforms' photometric transforms against torchvision.transforms.v2
 .functional applied image by image with the same (replayed) per-sample draws."""
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -1111,6 +1114,43 @@ def test_second_gpu_backward():
         got = image_grad("cuda:1")
     assert got.device == torch.device("cuda:1")
     torch.testing.assert_close(got.cpu(), image_grad("cpu"), atol=1e-4, rtol=1e-4)
+
+
+TABLES_CHILD = """
+import sys, torch
+from gpuaug import transforms as T
+torch.manual_seed(0)
+out = {}
+for channels_last in (False, True):
+    for channels in (3, 1):
+        image = torch.randint(0, 256, (3, channels, 67, 131), dtype=torch.uint8)
+        if channels_last:
+            image = image.contiguous(memory_format=torch.channels_last)
+        for name, transform in [("equalize", T.RandomEqualize(1.0)),
+                                ("autocontrast", T.RandomAutocontrast(1.0)),
+                                ("jitter", T.ColorJitter(0.4, 0.4))]:
+            out[name, channels, channels_last] = transform(image)
+torch.save(out, sys.argv[1])
+"""
+
+
+def test_cpu_table_loops_agree(tmp_path):
+    """uint8 tables are looked up by AVX-512 VBMI's byte permutes where the CPU has them and
+    PyTorch uses AVX-512, else by a portable loop (ATEN_CPU_CAPABILITY=avx2 picks it): the same
+    values from both (test_matches_torchvision checks the first against torchvision)."""
+    cpu_flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if "avx512vbmi" not in cpu_flags or torch.backends.cpu.get_cpu_capability() != "AVX512":
+        pytest.skip("needs a CPU with AVX-512 VBMI, which PyTorch uses")
+    results = []
+    for capability in ("avx2", "avx512"):
+        path = tmp_path / f"{capability}.pt"
+        env = dict(os.environ, ATEN_CPU_CAPABILITY=capability)
+        subprocess.run([sys.executable, "-c", TABLES_CHILD, str(path)], env=env, check=True,
+                       timeout=300)
+        results.append(torch.load(path))
+    assert results[0].keys() == results[1].keys()
+    for key, portable in results[0].items():
+        assert torch.equal(portable, results[1][key]), key
 
 
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
