@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -152,46 +153,49 @@ GPUAUG_PIXEL_LOOP void add_stats(const T* in, const Walk& w, const SampleProgram
                    });
 }
 
-// The channels' smallest and largest of n pixels at p, uint8, Stride apart (1: a plane; C:
-// interleaved, p at a pixel's first channel), added to `stats`: lanes of a block of bytes, then
-// the channels of the lanes, so that the compiler vectorises the loop.
-template <int Stride>
-GPUAUG_PIXEL_LOOP void add_byte_extremes(const uint8_t* __restrict p, int64_t n, int channel,
-                                         double (&stats)[kStats]) {
+// The channels' smallest and largest of n pixels at p, Stride apart (1: a plane; C: interleaved,
+// p at a pixel's first channel), added to `stats`: lanes of a block of values, then the channels
+// of the lanes, so that the compiler vectorises the loop. A NaN wins, as in torch.amin and amax.
+template <int Stride, typename T>
+GPUAUG_PIXEL_LOOP void add_run_extremes(const T* __restrict p, int64_t n, int channel,
+                                        double (&stats)[kStats]) {
   constexpr int kBlock = 32 * Stride;
-  uint8_t low[kBlock], high[kBlock];
-  std::fill_n(low, kBlock, uint8_t{255});
-  std::fill_n(high, kBlock, uint8_t{0});
-  const int64_t bytes = n * Stride, blocked = bytes / kBlock * kBlock;
+  const T top = kIsU8<T> ? T(255) : std::numeric_limits<T>::infinity();
+  T low[kBlock], high[kBlock];
+  uint8_t has_nan[kBlock];
+  std::fill_n(low, kBlock, top);
+  std::fill_n(high, kBlock, kIsU8<T> ? T(0) : -top);
+  std::fill_n(has_nan, kBlock, uint8_t{0});
+  // selects on a copy (std::min's references do not vectorise), whole blocks, then the rest
+  auto add = [&](int j, T v) {
+    low[j] = v < low[j] ? v : low[j];
+    high[j] = v > high[j] ? v : high[j];
+    has_nan[j] |= v != v;
+  };
+  const int64_t values = n * Stride, blocked = values / kBlock * kBlock;
   for (int64_t k = 0; k < blocked; k += kBlock) {
-    for (int j = 0; j < kBlock; ++j) {  // selects on a copy: std::min's references do not vectorise
-      const uint8_t v = p[k + j];
-      low[j] = v < low[j] ? v : low[j];
-      high[j] = v > high[j] ? v : high[j];
-    }
+    for (int j = 0; j < kBlock; ++j) add(j, p[k + j]);
   }
-  for (int64_t k = blocked; k < bytes; ++k) {
-    low[k % kBlock] = std::min(low[k % kBlock], p[k]);
-    high[k % kBlock] = std::max(high[k % kBlock], p[k]);
-  }
+  for (int64_t k = blocked; k < values; ++k) add(static_cast<int>(k - blocked), p[k]);
   for (int j = 0; j < kBlock; ++j) {
     const int c = channel + j % Stride;
-    stats[c] = combine_stat(kAutocontrast, c, stats[c], low[j]);
-    stats[3 + c] = combine_stat(kAutocontrast, 3 + c, stats[3 + c], high[j]);
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    stats[c] = combine_stat(kAutocontrast, c, stats[c], has_nan[j] ? kNaN : low[j]);
+    stats[3 + c] = combine_stat(kAutocontrast, 3 + c, stats[3 + c], has_nan[j] ? kNaN : high[j]);
   }
 }
 
-// Autocontrast's statistics of pixels [first, last) of the uint8 image at `base`, taken at its
-// first step: its values as they are.
-template <int C>
-void add_extremes(const uint8_t* in, const Walk& w, int64_t base, int64_t first, int64_t last,
+// Autocontrast's statistics of pixels [first, last) of the image at `base`, taken at its first
+// step: its values as they are.
+template <int C, typename T>
+void add_extremes(const T* in, const Walk& w, int64_t base, int64_t first, int64_t last,
                   double (&stats)[kStats]) {
   if (w.g.interleaved) {
-    add_byte_extremes<C>(in + base + first * C, last - first, 0, stats);
+    add_run_extremes<C>(in + base + first * C, last - first, 0, stats);
     return;
   }
   for (int c = 0; c < C; ++c) {
-    add_byte_extremes<1>(in + base + c * w.channel_step + first, last - first, c, stats);
+    add_run_extremes<1>(in + base + c * w.channel_step + first, last - first, c, stats);
   }
 }
 
@@ -291,7 +295,8 @@ std::vector<Reduced<P>> reductions(const T* in, const Walk& w, int kind,
       w, kind, [&](int64_t image, int64_t first, int64_t last, double (&sums)[kStats]) {
         const SampleProgram<P>& prog = progs[image / w.g.frames];
         const int64_t base = image * C * w.g.pixels;
-        if constexpr (kIsU8<T>) {
+        // values as they are in a type the loop vectorises
+        if constexpr (kIsU8<T> || std::is_same_v<T, float> || std::is_same_v<T, double>) {
           if (prog.reduce_at == 0 && kind == kAutocontrast) {
             add_extremes<C>(in, w, base, first, last, sums);
             return;

@@ -1116,6 +1116,26 @@ def test_second_gpu_backward():
     torch.testing.assert_close(got.cpu(), image_grad("cpu"), atol=1e-4, rtol=1e-4)
 
 
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_autocontrast_of_nan(dtype, channels_last, device):
+    """A NaN makes its channel's extremes NaN, as torch.amin and amax do (the CPU takes a first
+    autocontrast's extremes in vectorised lanes, each keeping its own NaN)."""
+    image = make_image([2, 3, 9, 37], dtype, device, seed=4)
+    image[0, 1, 4, 30] = float("nan")
+    image[1, 2, 0, 0] = float("inf")
+    if channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
+    transform = T.RandomAutocontrast(p=1.0)
+    params = transform.sample_params(image)
+    expected = torchvision_batch(image, transform.stages, params)
+    torch.testing.assert_close(transform(image, params).cpu(), expected, equal_nan=True,
+                               atol=1e-6, rtol=0)
+    assert expected[0, 1].isnan().all() and not expected[0, 0].isnan().any()
+
+
 TABLES_CHILD = """
 import sys, torch
 from gpuaug import transforms as T
