@@ -571,7 +571,8 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
       for (int j = 0; j < V; ++j)
         GPUAUG_PHOTO_UNROLL
         for (int c = 0; c < C; ++c) {
-          if (x[j][c] >= threshold) x[j][c] = rounded<T>(kBound - x[j][c]);
+          // a select, not a branch: the CPU's loops vectorise it
+          x[j][c] = x[j][c] >= threshold ? rounded<T>(kBound - x[j][c]) : x[j][c];
         }
       break;
     }

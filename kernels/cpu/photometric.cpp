@@ -66,6 +66,20 @@ void with_channels(const Walk& walk, F&& f) {
   }
 }
 
+// Calls f(stride, at, n, channel) for pixels [first, last) of the image at `base` as spans of
+// contiguous values: one of n interleaved pixels (stride C, channel 0 first), or one a plane
+// (stride 1, its channel); `stride` is a std::integral_constant.
+template <int C, typename F>
+void for_each_span(const Walk& w, int64_t base, int64_t first, int64_t last, F&& f) {
+  if (w.g.interleaved) {
+    f(std::integral_constant<int, C>{}, base + first * C, last - first, 0);
+    return;
+  }
+  for (int c = 0; c < C; ++c) {
+    f(std::integral_constant<int, 1>{}, base + c * w.channel_step + first, last - first, c);
+  }
+}
+
 struct Stats {
   double v[kStats];
 };
@@ -103,14 +117,54 @@ void load_pixel(const T* in, int64_t at, const Walk& w, P (&x)[3]) {
 }
 
 // Pixels [first, first + count) of the image at `base`, count <= kRun; the rest of the run 0.
+// A whole run reads contiguous values (a plane's, or interleaved pixels'), with the walk's steps
+// in locals, so that the compiler vectorises it.
 template <int C, typename T, typename P>
 void load_run(const T* in, int64_t base, int64_t first, int count, const Walk& w,
               P (&x)[kRun][3]) {
+  const int64_t pixel_step = w.pixel_step, channel_step = w.channel_step;
+  const T* p = in + base + first * pixel_step;
+  if (count == kRun) {
+    if (pixel_step == 1) {
+      for (int c = 0; c < 3; ++c) {
+        for (int j = 0; j < kRun; ++j) x[j][c] = c < C ? load<P>(p[c * channel_step + j]) : P(0);
+      }
+    } else {
+      for (int j = 0; j < kRun; ++j) {
+        for (int c = 0; c < 3; ++c) x[j][c] = c < C ? load<P>(p[j * C + c]) : P(0);
+      }
+    }
+    return;
+  }
   for (int j = 0; j < kRun; ++j) {
     for (int c = 0; c < 3; ++c) {
-      x[j][c] = j < count && c < C ? load<P>(in[base + (first + j) * w.pixel_step +
-                                                c * w.channel_step])
-                                   : P(0);
+      x[j][c] = j < count && c < C ? load<P>(p[j * pixel_step + c * channel_step]) : P(0);
+    }
+  }
+}
+
+// The first `count` pixels of a run, converted, to pixels [first, first + count) of the image
+// at `base`: as load_run reads them.
+template <int C, typename T, typename out_t, typename P>
+void store_run(const P (&x)[kRun][3], int count, const Output<P>& o, const Walk& w,
+               out_t* out, int64_t base, int64_t first) {
+  const int64_t pixel_step = w.pixel_step, channel_step = w.channel_step;
+  out_t* p = out + base + first * pixel_step;
+  if (count == kRun) {
+    if (pixel_step == 1) {
+      for (int c = 0; c < C; ++c) {
+        for (int j = 0; j < kRun; ++j) p[c * channel_step + j] = convert<T, out_t>(x[j][c], o, c);
+      }
+    } else {
+      for (int j = 0; j < kRun; ++j) {
+        for (int c = 0; c < C; ++c) p[j * C + c] = convert<T, out_t>(x[j][c], o, c);
+      }
+    }
+    return;
+  }
+  for (int j = 0; j < count; ++j) {
+    for (int c = 0; c < C; ++c) {
+      p[j * pixel_step + c * channel_step] = convert<T, out_t>(x[j][c], o, c);
     }
   }
 }
@@ -185,20 +239,6 @@ GPUAUG_PIXEL_LOOP void add_run_extremes(const T* __restrict p, int64_t n, int ch
   }
 }
 
-// Autocontrast's statistics of pixels [first, last) of the image at `base`, taken at its first
-// step: its values as they are.
-template <int C, typename T>
-void add_extremes(const T* in, const Walk& w, int64_t base, int64_t first, int64_t last,
-                  double (&stats)[kStats]) {
-  if (w.g.interleaved) {
-    add_run_extremes<C>(in + base + first * C, last - first, 0, stats);
-    return;
-  }
-  for (int c = 0; c < C; ++c) {
-    add_run_extremes<1>(in + base + c * w.channel_step + first, last - first, c, stats);
-  }
-}
-
 // Adds n pixels' values at p, Stride channels interleaved (1: a plane), to the histograms of
 // channels [channel, channel + Stride): in two halves, each its own counts, so that a value
 // repeated does not wait on its own count's last increment.
@@ -224,13 +264,9 @@ GPUAUG_PIXEL_LOOP void count_values(const T* in, const Walk& w, const SampleProg
                                     int64_t base, int64_t (&histogram)[3][kBins]) {
   if constexpr (kIsU8<T>) {
     if (prog.reduce_at == 0) {  // the values as they are
-      if (w.g.interleaved) {
-        count_bytes<C>(in + base, w.g.pixels, histogram, 0);
-      } else {
-        for (int c = 0; c < C; ++c) {
-          count_bytes<1>(in + base + c * w.channel_step, w.g.pixels, histogram, c);
-        }
-      }
+      for_each_span<C>(w, base, 0, w.g.pixels, [&](auto stride, int64_t at, int64_t n, int c) {
+        count_bytes<decltype(stride)::value>(in + at, n, histogram, c);
+      });
       return;
     }
   }
@@ -250,12 +286,7 @@ GPUAUG_PIXEL_LOOP void transform_pixels(const T* in, out_t* out, const Walk& w,
                                         int64_t last) {
   run_pixels<C, T>(in, w, prog, prog.count, r, base, first, last,
                    [&](const P (&x)[kRun][3], int64_t run_first, int count) {
-                     for (int j = 0; j < count; ++j) {
-                       const int64_t at = base + (run_first + j) * w.pixel_step;
-                       for (int c = 0; c < C; ++c) {
-                         out[at + c * w.channel_step] = convert<T, out_t>(x[j][c], o, c);
-                       }
-                     }
+                     store_run<C, T>(x, count, o, w, out, base, run_first);
                    });
 }
 
@@ -298,7 +329,9 @@ std::vector<Reduced<P>> reductions(const T* in, const Walk& w, int kind,
         // values as they are in a type the loop vectorises
         if constexpr (kIsU8<T> || std::is_same_v<T, float> || std::is_same_v<T, double>) {
           if (prog.reduce_at == 0 && kind == kAutocontrast) {
-            add_extremes<C>(in, w, base, first, last, sums);
+            for_each_span<C>(w, base, first, last, [&](auto stride, int64_t at, int64_t n, int c) {
+              add_run_extremes<decltype(stride)::value>(in + at, n, c, sums);
+            });
             return;
           }
         }
@@ -326,20 +359,65 @@ void for_each_task(const Walk& w, const std::vector<SampleProgram<P>>& progs,
   });
 }
 
+// Whether a step of `kind` does the same to every value of an image, whatever its channel.
+inline bool same_for_every_channel(int kind) {
+  return kind == kBrightness || kind == kContrast || kind == kSolarize || kind == kPosterize ||
+         kind == kInvert;
+}
+
+// Whether every step of the program passes `test` (of its kind).
+template <typename P, typename Test>
+bool every_step(const SampleProgram<P>& prog, Test&& test) {
+  return std::all_of(prog.steps, prog.steps + prog.count,
+                     [&](const Step<P>& s) { return test(s.kind); });
+}
+
 // Whether each step of the program maps every channel's value apart from the others': then, for
 // a uint8 image, the program and the conversion are a table of kBins values a channel.
 template <typename P>
 bool maps_channels_apart(const SampleProgram<P>& prog) {
-  for (int i = 0; i < prog.count; ++i) {
-    switch (prog.steps[i].kind) {
-      case kBrightness: case kContrast: case kSolarize: case kPosterize: case kInvert:
-      case kAutocontrast: case kEqualize:
-        break;
-      default:
-        return false;
+  return every_step(prog, [](int kind) {
+    return same_for_every_channel(kind) || kind == kAutocontrast || kind == kEqualize;
+  });
+}
+
+// Whether the output's conversion does the same to every channel.
+template <typename P>
+bool converts_channels_alike(const Output<P>& o) {
+  return !o.normalize || (o.inv_std[0] == o.inv_std[1] && o.inv_std[1] == o.inv_std[2] &&
+                          o.offset[0] == o.offset[1] && o.offset[1] == o.offset[2]);
+}
+
+// Values [0, n) of `in` through the program and the conversion, which treat every channel alike,
+// into `out`: kRun pixels of three channels at a time, whatever the image's layout, each whole
+// run a contiguous copy the compiler vectorises (as a plane's runs into pixels are not).
+template <typename T, typename out_t, typename P>
+GPUAUG_PIXEL_LOOP void transform_values(const T* in, out_t* out, int64_t n,
+                                        const SampleProgram<P>& prog, const Reduced<P>& r,
+                                        const Output<P>& o) {
+  constexpr int kValues = kRun * 3;
+  const Output<P> conversion = o;  // a copy the stores cannot alias
+  for (int64_t k = 0; k < n; k += kValues) {
+    const int count = static_cast<int>(std::min<int64_t>(kValues, n - k));
+    P x[kRun][3];
+    if (count == kValues) {
+      for (int j = 0; j < kRun; ++j) {
+        for (int c = 0; c < 3; ++c) x[j][c] = load<P>(in[k + j * 3 + c]);
+      }
+    } else {
+      for (int j = 0; j < kRun; ++j) {
+        for (int c = 0; c < 3; ++c) x[j][c] = j * 3 + c < count ? load<P>(in[k + j * 3 + c]) : P(0);
+      }
+    }
+    run_steps<3, T>(prog, 0, prog.count, x, r);
+    if (count == kValues) {
+      for (int j = 0; j < kRun; ++j) {
+        for (int c = 0; c < 3; ++c) out[k + j * 3 + c] = convert<T, out_t>(x[j][c], conversion, 0);
+      }
+    } else {
+      for (int i = 0; i < count; ++i) out[k + i] = convert<T, out_t>(x[i / 3][i % 3], conversion, 0);
     }
   }
-  return true;
 }
 
 // The image's tables (C x kBins): every uint8 value through the same steps as a pixel's.
@@ -438,19 +516,6 @@ void look_up(const uint8_t* in, out_t* out, int64_t n, const out_t* tables) {
   look_up_run<Stride>(in, out, n, tables);
 }
 
-template <int C, typename out_t>
-void look_up_pixels(const uint8_t* in, out_t* out, const Walk& w, const out_t* tables,
-                    int64_t base, int64_t first, int64_t last) {
-  if (w.g.interleaved) {
-    look_up<C>(in + base + first * C, out + base + first * C, (last - first) * C, tables);
-    return;
-  }
-  for (int c = 0; c < C; ++c) {
-    const int64_t start = base + c * w.channel_step + first;
-    look_up<1>(in + start, out + start, last - first, tables + c * kBins);
-  }
-}
-
 // A uint8 step as bitwise operations on each byte: v >= from ? (v & mask) ^ flip : v. Invert,
 // posterize and solarize are such steps, the same for every channel.
 struct ByteOp {
@@ -543,12 +608,26 @@ void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleP
       });
     }
   }
+  // floating images' programs of steps that treat every channel alike take their values in
+  // spans, whatever the layout (a lone RandomInvert of float32 32x3x224x224 on one thread: X)
+  const bool alike_conversion = converts_channels_alike(o);
   for_each_task<C>(w, progs, reduced, [&](int64_t image, const SampleProgram<P>& prog,
                                           const Reduced<P>& r, int64_t base, int64_t first,
                                           int64_t last) {
     if constexpr (kIsU8<T>) {
       if (!tables.empty()) {
-        look_up_pixels<C>(in, out, w, &tables[image * C * kBins], base, first, last);
+        for_each_span<C>(w, base, first, last, [&](auto stride, int64_t at, int64_t n, int c) {
+          constexpr int kStride = decltype(stride)::value;
+          look_up<kStride>(in + at, out + at, n * kStride, &tables[(image * C + c) * kBins]);
+        });
+        return;
+      }
+    }
+    if constexpr (!kIsU8<T>) {
+      if (alike_conversion && every_step(prog, same_for_every_channel)) {
+        for_each_span<C>(w, base, first, last, [&](auto stride, int64_t at, int64_t n, int) {
+          transform_values<T>(in + at, out + at, n * decltype(stride)::value, prog, r, o);
+        });
         return;
       }
     }

@@ -403,6 +403,39 @@ def test_conversion_and_normalize(out_dtype, channels_last, device):
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("channels", [3, 1])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("mean, std", [(None, None), ([0.4] * 3, [0.3] * 3),
+                                       ([0.4, 0.5, 0.4], [0.3] * 3), ([0.4] * 3, [0.3, 0.3, 0.2])])
+def test_steps_alike_for_every_channel(mean, std, channels_last, channels, dtype, device):
+    """Floating images through steps that do the same to every channel (brightness, contrast,
+    solarize, posterize, invert), which the CPU takes as runs of values whatever the layout, with
+    a normalisation alike for every channel or not (then pixel by pixel). 17x19 pixels: runs in
+    part."""
+    image = make_image([4, channels, 17, 19], dtype, device, seed=channels)
+    if channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
+    mean, std = (mean[:channels], std[:channels]) if mean else (mean, std)
+    transform = T.Compose([T.ColorJitter(0.4, 0.4), T.RandomSolarize(0.6), T.RandomPosterize(5),
+                           T.RandomInvert()], mean=mean, std=std)
+    torch.manual_seed(channels)
+    params = transform.sample_params(image)
+    out = transform(image, params)
+    expected = torchvision_batch(image, transform.stages, params)
+    if mean is None:
+        assert_matches_torchvision(out, expected, dtype, differentiable_chain=False)
+        return
+    column = {"dtype": torch.float64}
+    expected = ((expected.double() - torch.tensor(mean, **column).view(-1, 1, 1))
+                / torch.tensor(std, **column).view(-1, 1, 1))
+    ulp = {torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7}.get(dtype, 1e-6)
+    close = (out.cpu().double() - expected).abs() <= 4 * ulp / min(std)
+    assert close.double().mean().item() > (0.97 if ulp > 1e-6 else 1 - 1e-12)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 def test_float_to_uint8(dtype, device):
     """to_dtype(uint8, scale=True): x * 255.999 in the image's dtype, truncated; where bfloat16's
     product rounds to 256, torchvision's cast wraps to 0 and gpuaug saturates at 255."""
