@@ -389,8 +389,8 @@ bool converts_channels_alike(const Output<P>& o) {
 }
 
 // Values [0, n) of `in` through the program and the conversion, which treat every channel alike,
-// into `out`: kRun pixels of three channels at a time, whatever the image's layout, each whole
-// run a contiguous copy the compiler vectorises (as a plane's runs into pixels are not).
+// into `out`: kRun pixels of three channels at a time, whatever the image's layout, so that each
+// whole run is a contiguous copy (three planes' values gathered into pixels are not).
 template <typename T, typename out_t, typename P>
 GPUAUG_PIXEL_LOOP void transform_values(const T* in, out_t* out, int64_t n,
                                         const SampleProgram<P>& prog, const Reduced<P>& r,
@@ -609,7 +609,8 @@ void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleP
     }
   }
   // floating images' programs of steps that treat every channel alike take their values in
-  // spans, whatever the layout (a lone RandomInvert of float32 32x3x224x224 on one thread: X)
+  // spans, whatever the layout (a lone RandomInvert of float32 32x3x224x224 on one thread:
+  // 3.2 ms pixel by pixel, 1.8 so)
   const bool alike_conversion = converts_channels_alike(o);
   for_each_task<C>(w, progs, reduced, [&](int64_t image, const SampleProgram<P>& prog,
                                           const Reduced<P>& r, int64_t base, int64_t first,
