@@ -381,11 +381,13 @@ bool maps_channels_apart(const SampleProgram<P>& prog) {
   });
 }
 
-// Whether the output's conversion does the same to every channel.
-template <typename P>
+// Whether the output's conversion does the same to each of the image's C channels.
+template <int C, typename P>
 bool converts_channels_alike(const Output<P>& o) {
-  return !o.normalize || (o.inv_std[0] == o.inv_std[1] && o.inv_std[1] == o.inv_std[2] &&
-                          o.offset[0] == o.offset[1] && o.offset[1] == o.offset[2]);
+  for (int c = 1; o.normalize && c < C; ++c) {
+    if (o.inv_std[c] != o.inv_std[0] || o.offset[c] != o.offset[0]) return false;
+  }
+  return true;
 }
 
 // Values [0, n) of `in` through the program and the conversion, which treat every channel alike,
@@ -611,7 +613,7 @@ void transform(const T* in, out_t* out, const Walk& w, const std::vector<SampleP
   // floating images' programs of steps that treat every channel alike take their values in
   // spans, whatever the layout (a lone RandomInvert of float32 32x3x224x224 on one thread:
   // 3.2 ms pixel by pixel, 1.8 so)
-  const bool alike_conversion = converts_channels_alike(o);
+  const bool alike_conversion = converts_channels_alike<C>(o);
   for_each_task<C>(w, progs, reduced, [&](int64_t image, const SampleProgram<P>& prog,
                                           const Reduced<P>& r, int64_t base, int64_t first,
                                           int64_t last) {
