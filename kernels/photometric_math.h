@@ -598,10 +598,17 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
       }
       break;
     case kInvert:
-      GPUAUG_PHOTO_UNROLL
-      for (int j = 0; j < V; ++j)
+      if constexpr (C == 3) {
+        // the pixels' values as one array: over x[j][c], GCC 12's SLP vectoriser built each
+        // vector of eight from pairs of values (vinsertps), and a lone invert of float32 images
+        // on the CPU took twice torchvision's time
+        P* values = &x[0][0];
         GPUAUG_PHOTO_UNROLL
-        for (int c = 0; c < C; ++c) x[j][c] = rounded<T>(kBound - x[j][c]);
+        for (int i = 0; i < V * 3; ++i) values[i] = rounded<T>(kBound - values[i]);
+      } else {
+        GPUAUG_PHOTO_UNROLL
+        for (int j = 0; j < V; ++j) x[j][0] = rounded<T>(kBound - x[j][0]);
+      }
       break;
     case kPermuteChannels:
       if constexpr (C == 3) {
