@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu/pixel_runs.h"
 #include "kernels/photometric.h"
 #include "kernels/photometric_grad.h"
 #include "kernels/photometric_math.h"
@@ -30,6 +31,18 @@ constexpr int64_t kPixelsPerTask = 4096;
 // Pixels a step takes at once: its branch once per run, its loop over them for the compiler to
 // vectorise.
 constexpr int kRun = 16;
+#ifdef GPUAUG_PIXEL_RUNS
+static_assert(kRun == pixel_runs::kPixels);
+
+// Whether to take pixel_runs.h's AVX2 shuffles: where the CPU runs them (always where the pixel
+// loops' x86-64-v3 clone runs) and PyTorch uses AVX2 or more (ATEN_CPU_CAPABILITY=default turns
+// both off, and runs the portable loops).
+bool use_pixel_runs() {
+  static const bool use =
+      __builtin_cpu_supports("x86-64-v3") && at::get_cpu_capability() != "DEFAULT";
+  return use;
+}
+#endif
 
 struct Walk {
   ColorGeometry g;
@@ -118,12 +131,28 @@ void load_pixel(const T* in, int64_t at, const Walk& w, P (&x)[3]) {
 
 // Pixels [first, first + count) of the image at `base`, count <= kRun; the rest of the run 0.
 // A whole run reads contiguous values (a plane's, or interleaved pixels'), with the walk's steps
-// in locals, so that the compiler vectorises it.
+// in locals, so that the compiler vectorises it; with AVX2, a whole run of three uint8 channels
+// or three float32 planes takes pixel_runs.h's shuffles (GCC 12 builds those a value at a time).
 template <int C, typename T, typename P>
 void load_run(const T* in, int64_t base, int64_t first, int count, const Walk& w,
               P (&x)[kRun][3]) {
   const int64_t pixel_step = w.pixel_step, channel_step = w.channel_step;
   const T* p = in + base + first * pixel_step;
+#ifdef GPUAUG_PIXEL_RUNS
+  if constexpr (C == 3 && std::is_same_v<P, float>) {
+    if (count == kRun && use_pixel_runs()) {
+      if constexpr (kIsU8<T>) {
+        pixel_runs::load_u8(p, pixel_step == 1 ? channel_step : 0, &x[0][0]);
+        return;
+      } else if constexpr (std::is_same_v<T, float>) {
+        if (pixel_step == 1) {
+          pixel_runs::load_planes(p, channel_step, &x[0][0]);
+          return;
+        }
+      }
+    }
+  }
+#endif
   if (count == kRun) {
     if (pixel_step == 1) {
       for (int c = 0; c < 3; ++c) {
@@ -144,12 +173,34 @@ void load_run(const T* in, int64_t base, int64_t first, int count, const Walk& w
 }
 
 // The first `count` pixels of a run, converted, to pixels [first, first + count) of the image
-// at `base`: as load_run reads them.
+// at `base`: as load_run reads them (a uint8 run's values are integers in [0, 255]).
 template <int C, typename T, typename out_t, typename P>
 void store_run(const P (&x)[kRun][3], int count, const Output<P>& o, const Walk& w,
                out_t* out, int64_t base, int64_t first) {
   const int64_t pixel_step = w.pixel_step, channel_step = w.channel_step;
   out_t* p = out + base + first * pixel_step;
+#ifdef GPUAUG_PIXEL_RUNS
+  if constexpr (C == 3 && std::is_same_v<P, float>) {
+    if (count == kRun && use_pixel_runs()) {
+      const int64_t plane_step = pixel_step == 1 ? channel_step : 0;
+      if constexpr (kIsU8<T> && kIsU8<out_t>) {
+        pixel_runs::store_u8(&x[0][0], p, plane_step);
+        return;
+      } else if constexpr (kIsU8<T> && std::is_same_v<out_t, float>) {
+        if (plane_step) {
+          pixel_runs::store_u8_planes(&x[0][0], p, plane_step, o.inv_std_u8, o.offset);
+          return;
+        }
+      } else if constexpr (std::is_same_v<T, float> && std::is_same_v<out_t, float>) {
+        if (plane_step) {
+          pixel_runs::store_planes(&x[0][0], p, plane_step, o.normalize ? o.inv_std : nullptr,
+                                   o.offset);
+          return;
+        }
+      }
+    }
+  }
+#endif
   if (count == kRun) {
     if (pixel_step == 1) {
       for (int c = 0; c < C; ++c) {

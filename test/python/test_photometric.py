@@ -1169,41 +1169,63 @@ def test_autocontrast_of_nan(dtype, channels_last, device):
     assert expected[0, 1].isnan().all() and not expected[0, 0].isnan().any()
 
 
-TABLES_CHILD = """
+CPU_LOOPS_CHILD = """
 import sys, torch
 from gpuaug import transforms as T
 torch.manual_seed(0)
+mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 out = {}
-for channels_last in (False, True):
-    for channels in (3, 1):
-        image = torch.randint(0, 256, (3, channels, 67, 131), dtype=torch.uint8)
-        if channels_last:
-            image = image.contiguous(memory_format=torch.channels_last)
-        for name, transform in [("equalize", T.RandomEqualize(1.0)),
-                                ("autocontrast", T.RandomAutocontrast(1.0)),
-                                ("jitter", T.ColorJitter(0.4, 0.4))]:
-            out[name, channels, channels_last] = transform(image)
+for dtype in (torch.uint8, torch.float32):
+    for channels_last in (False, True):
+        for channels in (3, 1):
+            image = torch.randint(0, 256, (3, channels, 67, 131), dtype=torch.uint8)
+            if dtype == torch.float32:
+                image = image / 255
+            if channels_last:
+                image = image.contiguous(memory_format=torch.channels_last)
+            for name, transform in [
+                    ("equalize", T.RandomEqualize(1.0)),
+                    ("autocontrast", T.RandomAutocontrast(1.0)),
+                    ("jitter", T.ColorJitter(0.4, 0.4)),
+                    ("gray", T.RandomGrayscale(1.0)),
+                    ("permute", T.RandomChannelPermutation()),
+                    ("distort", T.RandomPhotometricDistort(p=0.7)),
+                    ("normalized", T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1)],
+                                             dtype=torch.float32, mean=mean[:channels],
+                                             std=std[:channels]))]:
+                if dtype == torch.float32 and name == "equalize":
+                    continue
+                torch.manual_seed(1)
+                out[name, dtype, channels, channels_last] = transform(image)
 torch.save(out, sys.argv[1])
 """
 
 
-def test_cpu_table_loops_agree(tmp_path):
-    """uint8 tables are looked up by AVX-512 VBMI's byte permutes where the CPU has them and
-    PyTorch uses AVX-512, else by a portable loop (ATEN_CPU_CAPABILITY=avx2 picks it): the same
-    values from both (test_matches_torchvision checks the first against torchvision)."""
+def test_cpu_vector_loops_agree(tmp_path):
+    """The CPU's loops take vector shortcuts by the CPU's instruction set, which
+    ATEN_CPU_CAPABILITY turns off as it does PyTorch's: AVX2 runs of pixels (uint8, float32
+    planes) unless it is "default", AVX-512 VBMI table lookups (uint8) where PyTorch uses
+    AVX-512. Every choice gives the same values (test_matches_torchvision checks the one this
+    process makes against torchvision)."""
     cpu_flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
-    if "avx512vbmi" not in cpu_flags or torch.backends.cpu.get_cpu_capability() != "AVX512":
-        pytest.skip("needs a CPU with AVX-512 VBMI, which PyTorch uses")
+    capabilities = ["default"]
+    if "avx2" in cpu_flags:
+        capabilities.append("avx2")
+    if "avx512vbmi" in cpu_flags and torch.backends.cpu.get_cpu_capability() == "AVX512":
+        capabilities.append("avx512")
+    if len(capabilities) == 1:
+        pytest.skip("needs an x86-64 CPU with AVX2")
     results = []
-    for capability in ("avx2", "avx512"):
+    for capability in capabilities:
         path = tmp_path / f"{capability}.pt"
         env = dict(os.environ, ATEN_CPU_CAPABILITY=capability)
-        subprocess.run([sys.executable, "-c", TABLES_CHILD, str(path)], env=env, check=True,
+        subprocess.run([sys.executable, "-c", CPU_LOOPS_CHILD, str(path)], env=env, check=True,
                        timeout=300)
         results.append(torch.load(path))
-    assert results[0].keys() == results[1].keys()
-    for key, portable in results[0].items():
-        assert torch.equal(portable, results[1][key]), key
+    for capability, result in zip(capabilities[1:], results[1:]):
+        assert result.keys() == results[0].keys()
+        for key, portable in results[0].items():
+            assert torch.equal(portable, result[key]), (capability, key)
 
 
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
