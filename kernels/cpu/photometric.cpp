@@ -3,19 +3,17 @@
 // equalize's histograms), then one pass that runs each pixel through its sample's program.
 // Backward: with contrast, the mean again and a reduction pass for its gradient (each pixel's
 // gradient back to the contrast step); then one pass back through every step.
+// Its parts: photometric_walk.h (tasks, runs of pixels in and out), photometric_u8.h (uint8
+// shortcuts: tables, byte operations), pixel_runs.h (AVX2 runs).
 #include <ATen/Parallel.h>
-#include <ATen/Version.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
-
-#include "kernels/cpu/pixel_runs.h"
+#include "kernels/cpu/photometric_u8.h"
+#include "kernels/cpu/photometric_walk.h"
 #include "kernels/photometric.h"
 #include "kernels/photometric_grad.h"
 #include "kernels/photometric_math.h"
@@ -25,40 +23,6 @@ namespace {
 
 using namespace gpuaug::photo;
 
-// Fixed runs of pixels of one image, so that the partial sums do not depend on the number of
-// threads.
-constexpr int64_t kPixelsPerTask = 4096;
-// Pixels a step takes at once: its branch once per run, its loop over them for the compiler to
-// vectorise.
-constexpr int kRun = 16;
-#ifdef GPUAUG_PIXEL_RUNS
-static_assert(kRun == pixel_runs::kPixels);
-
-// Whether to take pixel_runs.h's AVX2 shuffles: where the CPU runs them (always where the pixel
-// loops' x86-64-v3 clone runs) and PyTorch uses AVX2 or more (ATEN_CPU_CAPABILITY=default turns
-// both off, and runs the portable loops).
-bool use_pixel_runs() {
-  static const bool use =
-      __builtin_cpu_supports("x86-64-v3") && at::get_cpu_capability() != "DEFAULT";
-  return use;
-}
-#endif
-
-struct Walk {
-  ColorGeometry g;
-  int64_t tasks_per_image;
-  int64_t channel_step, pixel_step;
-
-  explicit Walk(const ColorGeometry& geometry)
-      : g(geometry),
-        tasks_per_image((geometry.pixels + kPixelsPerTask - 1) / kPixelsPerTask),
-        channel_step(geometry.interleaved ? 1 : geometry.pixels),
-        pixel_step(geometry.interleaved ? geometry.channels : 1) {}
-
-  int64_t images() const { return g.samples * g.frames; }
-  int64_t tasks() const { return images() * tasks_per_image; }
-};
-
 template <typename P>
 std::vector<SampleProgram<P>> decode_all(const Program& program, const Walk& walk,
                                          const at::Tensor& factors, const at::Tensor& order,
@@ -67,30 +31,6 @@ std::vector<SampleProgram<P>> decode_all(const Program& program, const Walk& wal
   std::vector<SampleProgram<P>> progs(walk.g.samples);
   for (int64_t n = 0; n < walk.g.samples; ++n) progs[n] = decode(program, rows, n);
   return progs;
-}
-
-// Calls f(std::integral_constant<int, C>{}) for the image's channel count.
-template <typename F>
-void with_channels(const Walk& walk, F&& f) {
-  if (walk.g.channels == 3) {
-    f(std::integral_constant<int, 3>{});
-  } else {
-    f(std::integral_constant<int, 1>{});
-  }
-}
-
-// Calls f(stride, at, n, channel) for pixels [first, last) of the image at `base` as spans of
-// contiguous values: one of n interleaved pixels (stride C, channel 0 first), or one a plane
-// (stride 1, its channel); `stride` is a std::integral_constant.
-template <int C, typename F>
-void for_each_span(const Walk& w, int64_t base, int64_t first, int64_t last, F&& f) {
-  if (w.g.interleaved) {
-    f(std::integral_constant<int, C>{}, base + first * C, last - first, 0);
-    return;
-  }
-  for (int c = 0; c < C; ++c) {
-    f(std::integral_constant<int, 1>{}, base + c * w.channel_step + first, last - first, c);
-  }
 }
 
 struct Stats {
@@ -122,128 +62,6 @@ std::vector<Stats> image_stats(const Walk& w, int kind, F&& f) {
     }
   }
   return stats;
-}
-
-template <int C, typename T, typename P>
-void load_pixel(const T* in, int64_t at, const Walk& w, P (&x)[3]) {
-  for (int c = 0; c < C; ++c) x[c] = load<P>(in[at + c * w.channel_step]);
-}
-
-// Pixels [first, first + count) of the image at `base`, count <= kRun; the rest of the run 0.
-// A whole run reads contiguous values (a plane's, or interleaved pixels'), with the walk's steps
-// in locals, so that the compiler vectorises it; with AVX2, a whole run of three uint8 channels
-// or three float32 planes takes pixel_runs.h's shuffles (GCC 12 builds those a value at a time).
-template <int C, typename T, typename P>
-void load_run(const T* in, int64_t base, int64_t first, int count, const Walk& w,
-              P (&x)[kRun][3]) {
-  const int64_t pixel_step = w.pixel_step, channel_step = w.channel_step;
-  const T* p = in + base + first * pixel_step;
-#ifdef GPUAUG_PIXEL_RUNS
-  if constexpr (C == 3 && std::is_same_v<P, float>) {
-    if (count == kRun && use_pixel_runs()) {
-      if constexpr (kIsU8<T>) {
-        pixel_runs::load_u8(p, pixel_step == 1 ? channel_step : 0, &x[0][0]);
-        return;
-      } else if constexpr (std::is_same_v<T, float>) {
-        if (pixel_step == 1) {
-          pixel_runs::load_planes(p, channel_step, &x[0][0]);
-          return;
-        }
-      }
-    }
-  }
-#endif
-  if (count == kRun) {
-    if (pixel_step == 1) {
-      for (int c = 0; c < 3; ++c) {
-        for (int j = 0; j < kRun; ++j) x[j][c] = c < C ? load<P>(p[c * channel_step + j]) : P(0);
-      }
-    } else {
-      for (int j = 0; j < kRun; ++j) {
-        for (int c = 0; c < 3; ++c) x[j][c] = c < C ? load<P>(p[j * C + c]) : P(0);
-      }
-    }
-    return;
-  }
-  for (int j = 0; j < kRun; ++j) {
-    for (int c = 0; c < 3; ++c) {
-      x[j][c] = j < count && c < C ? load<P>(p[j * pixel_step + c * channel_step]) : P(0);
-    }
-  }
-}
-
-// The first `count` pixels of a run, converted, to pixels [first, first + count) of the image
-// at `base`: as load_run reads them (a uint8 run's values are integers in [0, 255]).
-template <int C, typename T, typename out_t, typename P>
-void store_run(const P (&x)[kRun][3], int count, const Output<P>& o, const Walk& w,
-               out_t* out, int64_t base, int64_t first) {
-  const int64_t pixel_step = w.pixel_step, channel_step = w.channel_step;
-  out_t* p = out + base + first * pixel_step;
-#ifdef GPUAUG_PIXEL_RUNS
-  if constexpr (C == 3 && std::is_same_v<P, float>) {
-    if (count == kRun && use_pixel_runs()) {
-      const int64_t plane_step = pixel_step == 1 ? channel_step : 0;
-      if constexpr (kIsU8<T> && kIsU8<out_t>) {
-        pixel_runs::store_u8(&x[0][0], p, plane_step);
-        return;
-      } else if constexpr (kIsU8<T> && std::is_same_v<out_t, float>) {
-        if (plane_step) {
-          pixel_runs::store_u8_planes(&x[0][0], p, plane_step, o.inv_std_u8, o.offset);
-          return;
-        }
-      } else if constexpr (std::is_same_v<T, float> && std::is_same_v<out_t, float>) {
-        if (plane_step) {
-          pixel_runs::store_planes(&x[0][0], p, plane_step, o.normalize ? o.inv_std : nullptr,
-                                   o.offset);
-          return;
-        }
-      }
-    }
-  }
-#endif
-  if (count == kRun) {
-    if (pixel_step == 1) {
-      for (int c = 0; c < C; ++c) {
-        for (int j = 0; j < kRun; ++j) p[c * channel_step + j] = convert<T, out_t>(x[j][c], o, c);
-      }
-    } else {
-      for (int j = 0; j < kRun; ++j) {
-        for (int c = 0; c < C; ++c) p[j * C + c] = convert<T, out_t>(x[j][c], o, c);
-      }
-    }
-    return;
-  }
-  for (int j = 0; j < count; ++j) {
-    for (int c = 0; c < C; ++c) {
-      p[j * pixel_step + c * channel_step] = convert<T, out_t>(x[j][c], o, c);
-    }
-  }
-}
-
-// The pixel loops, built also for x86-64-v3 (AVX2, FMA) and picked at load time (GCC's
-// target_clones, glibc's ifunc) on x86-64: the baseline has no FMA instruction, so torchvision's
-// fused multiply-adds, which the stages reproduce, would be library calls there, one value at a
-// time. Flattened, so that the stages they call are built for the same target. (CMakeLists.txt
-// builds this file without contracting multiplies and adds, and with selects that vectorise.)
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
-#define GPUAUG_PIXEL_LOOP __attribute__((target_clones("arch=x86-64-v3", "default"), flatten))
-#else
-#define GPUAUG_PIXEL_LOOP
-#endif
-
-// Pixels [first, last) of the image at `base` through steps [0, end) of `prog`, a run at a time;
-// each run's first `count` pixels then to sink(x, run_first, count).
-template <int C, typename T, typename P, typename Sink>
-inline void run_pixels(const T* in, const Walk& w, const SampleProgram<P>& prog, int end,
-                       const Reduced<P>& r, int64_t base, int64_t first, int64_t last,
-                       Sink&& sink) {
-  for (int64_t px = first; px < last; px += kRun) {
-    const int count = static_cast<int>(std::min<int64_t>(kRun, last - px));
-    P x[kRun][3];
-    load_run<C>(in, base, px, count, w, x);
-    run_steps<C, T>(prog, 0, end, x, r);
-    sink(x, px, count);
-  }
 }
 
 // Adds the statistics of pixels [first, last) at their reduction step to `sums`, pixel by pixel
@@ -394,22 +212,6 @@ std::vector<Reduced<P>> reductions(const T* in, const Walk& w, int kind,
   return reduced;
 }
 
-// Calls f(image, prog, reduced, base, first, last) for every task's pixels [first, last),
-// `base` the offset of the image, the tasks in parallel.
-template <int C, typename P, typename F>
-void for_each_task(const Walk& w, const std::vector<SampleProgram<P>>& progs,
-                   const std::vector<Reduced<P>>& reduced, F&& f) {
-  at::parallel_for(0, w.tasks(), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t image = task / w.tasks_per_image;
-      const Reduced<P> r = reduced.empty() ? Reduced<P>{} : reduced[image];
-      const int64_t first = (task % w.tasks_per_image) * kPixelsPerTask;
-      const int64_t last = std::min(first + kPixelsPerTask, w.g.pixels);
-      f(image, progs[image / w.g.frames], r, image * C * w.g.pixels, first, last);
-    }
-  });
-}
-
 // Whether a step of `kind` does the same to every value of an image, whatever its channel.
 inline bool same_for_every_channel(int kind) {
   return kind == kBrightness || kind == kContrast || kind == kSolarize || kind == kPosterize ||
@@ -471,159 +273,6 @@ GPUAUG_PIXEL_LOOP void transform_values(const T* in, out_t* out, int64_t n,
       for (int i = 0; i < count; ++i) out[k + i] = convert<T, out_t>(x[i / 3][i % 3], conversion, 0);
     }
   }
-}
-
-// The image's tables (C x kBins): every uint8 value through the same steps as a pixel's.
-template <int C, typename T, typename out_t, typename P>
-GPUAUG_PIXEL_LOOP void make_tables(const SampleProgram<P>& prog, const Reduced<P>& r,
-                                   const Output<P>& o, out_t* tables) {
-  for (int first = 0; first < kBins; first += kRun) {
-    P x[kRun][3];
-    for (int j = 0; j < kRun; ++j) {
-      for (int c = 0; c < 3; ++c) x[j][c] = static_cast<P>(first + j);
-    }
-    run_steps<C, T>(prog, 0, prog.count, x, r);
-    for (int j = 0; j < kRun; ++j) {
-      for (int c = 0; c < C; ++c) tables[c * kBins + first + j] = convert<T, out_t>(x[j][c], o, c);
-    }
-  }
-}
-
-// Values [0, n) of `in`, interleaved Stride channels (1: a plane), through their channels'
-// tables (Stride x kBins).
-template <int Stride, typename out_t>
-GPUAUG_PIXEL_LOOP void look_up_run(const uint8_t* in, out_t* out, int64_t n,
-                                   const out_t* __restrict tables) {
-  for (int64_t k = 0; k < n; k += Stride) {
-    for (int c = 0; c < Stride; ++c) out[k + c] = tables[c * kBins + in[k + c]];
-  }
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define GPUAUG_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
-
-// 64 bytes through a table held in four registers: two 128-entry byte permutes, picked by each
-// byte's top bit.
-GPUAUG_VBMI inline __m512i look_up_64(__m512i v, const __m512i (&table)[4]) {
-  const __m512i below_128 = _mm512_permutex2var_epi8(table[0], v, table[1]);
-  const __m512i from_128 = _mm512_permutex2var_epi8(table[2], v, table[3]);
-  return _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), below_128, from_128);
-}
-
-// The bytes j of a run's vector `v` (64 v + j bytes into it) of channel c of Stride.
-constexpr uint64_t channel_lanes(int stride, int v, int c) {
-  uint64_t lanes = 0;
-  for (int j = 0; j < 64; ++j) lanes |= uint64_t{(64 * v + j) % stride == c} << j;
-  return lanes;
-}
-
-// look_up_run's uint8 values with AVX-512 VBMI, 64 at a time (a lone RandomEqualize's pass over
-// its values ten times as fast as a load a value); returns how many it did, the rest left.
-template <int Stride>
-GPUAUG_VBMI int64_t look_up_run_vbmi(const uint8_t* in, uint8_t* out, int64_t n,
-                                     const uint8_t* tables) {
-  __m512i table[Stride][4];
-  for (int c = 0; c < Stride; ++c) {
-    for (int i = 0; i < 4; ++i) table[c][i] = _mm512_loadu_si512(tables + c * kBins + 64 * i);
-  }
-  __mmask64 lanes[Stride][Stride];
-  for (int v = 0; v < Stride; ++v) {
-    for (int c = 0; c < Stride; ++c) lanes[v][c] = channel_lanes(Stride, v, c);
-  }
-  constexpr int64_t kBlock = 64 * Stride;  // whole pixels in whole vectors
-  int64_t k = 0;
-  for (; k + kBlock <= n; k += kBlock) {
-    for (int v = 0; v < Stride; ++v) {
-      const __m512i x = _mm512_loadu_si512(in + k + 64 * v);
-      __m512i y = look_up_64(x, table[0]);
-      for (int c = 1; c < Stride; ++c) {
-        y = _mm512_mask_blend_epi8(lanes[v][c], y, look_up_64(x, table[c]));
-      }
-      _mm512_storeu_si512(out + k + 64 * v, y);
-    }
-  }
-  return k;
-}
-
-// Whether to use AVX-512 VBMI: where the CPU has it and PyTorch's kernels use AVX-512
-// (ATEN_CPU_CAPABILITY=avx2 or default turns both off, and runs the portable loop).
-bool use_vbmi() {
-  static const bool use =
-      __builtin_cpu_supports("avx512vbmi") && at::get_cpu_capability() == "AVX512";
-  return use;
-}
-#endif
-
-template <int Stride, typename out_t>
-void look_up(const uint8_t* in, out_t* out, int64_t n, const out_t* tables) {
-#ifdef GPUAUG_VBMI
-  if constexpr (std::is_same_v<out_t, uint8_t>) {
-    if (use_vbmi()) {
-      const int64_t done = look_up_run_vbmi<Stride>(in, out, n, tables);
-      in += done;
-      out += done;
-      n -= done;
-    }
-  }
-#endif
-  look_up_run<Stride>(in, out, n, tables);
-}
-
-// A uint8 step as bitwise operations on each byte: v >= from ? (v & mask) ^ flip : v. Invert,
-// posterize and solarize are such steps, the same for every channel.
-struct ByteOp {
-  uint8_t from, mask, flip;
-};
-
-// The sample's program as byte operations (false: some step is not one), identities left out.
-template <typename P>
-bool byte_ops(const SampleProgram<P>& prog, ByteOp (&ops)[kMaxStages], int& count) {
-  count = 0;
-  for (int i = 0; i < prog.count; ++i) {
-    const Step<P>& s = prog.steps[i];
-    if (s.kind == kInvert) {
-      ops[count++] = {0, 0xFF, 0xFF};
-    } else if (s.kind == kPosterize) {
-      const int bits = static_cast<int>(s.a);
-      if (bits < 8) ops[count++] = {0, static_cast<uint8_t>((0xFF << (8 - bits)) & 0xFF), 0};
-    } else if (s.kind == kSolarize) {
-      // v >= threshold in float32: v >= ceil(threshold); none above 255 (or NaN)
-      if (s.a <= P(255)) {
-        const P from = std::ceil(std::max(s.a, P(0)));
-        ops[count++] = {static_cast<uint8_t>(from), 0xFF, 0xFF};
-      }
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Bytes [0, n) of `in` through `ops` into `out`: the first from `in`, the rest in place, each a
-// loop the compiler vectorises (a lone RandomInvert runs at the copy's pace, not a table's).
-GPUAUG_PIXEL_LOOP void map_bytes(const uint8_t* in, uint8_t* out, int64_t n, const ByteOp* ops,
-                                 int count) {
-  if (count == 0) {
-    std::copy(in, in + n, out);
-    return;
-  }
-  for (int i = 0; i < count; ++i) {
-    const uint8_t* src = i == 0 ? in : out;
-    const ByteOp op = ops[i];
-    for (int64_t k = 0; k < n; ++k) {
-      const uint8_t v = src[k];
-      out[k] = v >= op.from ? static_cast<uint8_t>((v & op.mask) ^ op.flip) : v;
-    }
-  }
-}
-
-// Whether every sample's program is byte operations.
-template <typename P>
-bool all_byte_ops(const std::vector<SampleProgram<P>>& progs) {
-  ByteOp ops[kMaxStages];
-  int count = 0;
-  return std::all_of(progs.begin(), progs.end(),
-                     [&](const auto& prog) { return byte_ops(prog, ops, count); });
 }
 
 template <int C, typename T, typename out_t, typename P>
