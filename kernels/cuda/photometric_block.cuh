@@ -72,6 +72,19 @@ __device__ __forceinline__ void decode_block_program(SampleProgram<P>& prog, con
   }
 }
 
+// The first `count` statistics of the warp's lanes combined into lane 0's, in a fixed order.
+__device__ __forceinline__ void warp_combine_stats(int kind, int count, double (&stats)[kStats]) {
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) {
+#pragma unroll
+    for (int i = 0; i < kStats; ++i) {
+      if (i < count) {
+        stats[i] = combine_stat(kind, i, stats[i], __shfl_down_sync(0xFFFFFFFFu, stats[i], d));
+      }
+    }
+  }
+}
+
 // `image`'s statistics from its blocks' partials ([blocks, kStats]), combined in a fixed order,
 // in lane 0 of the calling warp (all of whose lanes must call it).
 __device__ __forceinline__ void warp_image_stats(const double* partials, const Geometry& g,
@@ -87,15 +100,7 @@ __device__ __forceinline__ void warp_image_stats(const double* partials, const G
       if (i < count) stats[i] = combine_stat(kind, i, stats[i], part[i]);
     }
   }
-#pragma unroll
-  for (int d = 16; d > 0; d /= 2) {
-#pragma unroll
-    for (int i = 0; i < kStats; ++i) {
-      if (i < count) {
-        stats[i] = combine_stat(kind, i, stats[i], __shfl_down_sync(0xFFFFFFFFu, stats[i], d));
-      }
-    }
-  }
+  warp_combine_stats(kind, count, stats);
 }
 
 // The block's statistics, its threads' combined in a fixed order, into out[0, kStats). Every
@@ -103,16 +108,7 @@ __device__ __forceinline__ void warp_image_stats(const double* partials, const G
 template <int MaxThreads = kThreads>
 __device__ __forceinline__ void block_stats(int kind, double (&stats)[kStats], double* out) {
   __shared__ double warp_stats[MaxThreads / 32][kStats];
-  const int count = stat_count(kind);
-#pragma unroll
-  for (int d = 16; d > 0; d /= 2) {
-#pragma unroll
-    for (int i = 0; i < kStats; ++i) {
-      if (i < count) {
-        stats[i] = combine_stat(kind, i, stats[i], __shfl_down_sync(0xFFFFFFFFu, stats[i], d));
-      }
-    }
-  }
+  warp_combine_stats(kind, stat_count(kind), stats);
   if (threadIdx.x % 32 == 0) {
 #pragma unroll
     for (int i = 0; i < kStats; ++i) warp_stats[threadIdx.x / 32][i] = stats[i];
