@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #define GPUAUG_PIXEL_RUNS 1
-// What the pixel loops' x86-64-v3 clone may inline (photometric.cpp's GPUAUG_PIXEL_LOOP).
+// What the pixel loops' x86-64-v3 clone may inline (photometric_walk.h's GPUAUG_PIXEL_LOOP).
 #define GPUAUG_AVX2 __attribute__((target("arch=x86-64-v3")))
 
 namespace gpuaug::cpu::pixel_runs {
