@@ -105,8 +105,45 @@ bool use_vbmi() {
 }
 #endif
 
+#ifdef GPUAUG_PIXEL_RUNS
+// look_up_run's float values of interleaved channels with AVX2, eight gathered at a time (GCC
+// loads and stores them one at a time: 32x3x224x224 channels_last uint8 to normalised float32 on
+// one thread, an AMD EPYC, 2.6 -> 1.75 ms; a plane's, which GCC stores as vectors, were slower
+// gathered, 1.42 -> 2.01); returns how many it did, the rest left.
+template <int Stride>
+GPUAUG_AVX2 int64_t look_up_run_gather(const uint8_t* in, float* out, int64_t n,
+                                       const float* tables) {
+  __m256i offsets[Stride];  // vector v's lane l is of channel (8 v + l) % Stride
+  for (int v = 0; v < Stride; ++v) {
+    alignas(32) int32_t lanes[8];
+    for (int l = 0; l < 8; ++l) lanes[l] = (8 * v + l) % Stride * kBins;
+    offsets[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
+  }
+  constexpr int64_t kBlock = 8 * Stride;  // whole pixels in whole vectors
+  int64_t k = 0;
+  for (; k + kBlock <= n; k += kBlock) {
+    for (int v = 0; v < Stride; ++v) {
+      const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + k + 8 * v));
+      const __m256i index = _mm256_add_epi32(_mm256_cvtepu8_epi32(bytes), offsets[v]);
+      _mm256_storeu_ps(out + k + 8 * v, _mm256_i32gather_ps(tables, index, 4));
+    }
+  }
+  return k;
+}
+#endif
+
 template <int Stride, typename out_t>
 void look_up(const uint8_t* in, out_t* out, int64_t n, const out_t* tables) {
+#ifdef GPUAUG_PIXEL_RUNS
+  if constexpr (Stride > 1 && std::is_same_v<out_t, float>) {
+    if (use_pixel_runs()) {
+      const int64_t done = look_up_run_gather<Stride>(in, out, n, tables);
+      in += done;
+      out += done;
+      n -= done;
+    }
+  }
+#endif
 #ifdef GPUAUG_VBMI
   if constexpr (std::is_same_v<out_t, uint8_t>) {
     if (use_vbmi()) {

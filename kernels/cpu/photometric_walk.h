@@ -143,14 +143,18 @@ void store_run(const P (&x)[kRun][3], int count, const Output<P>& o, const Walk&
       } else if constexpr (kIsU8<T> && std::is_same_v<out_t, float>) {
         if (plane_step) {
           pixel_runs::store_u8_planes(&x[0][0], p, plane_step, o.inv_std_u8, o.offset);
-          return;
+        } else {
+          pixel_runs::store_interleaved(&x[0][0], p, o.inv_std_u8, o.offset);
         }
+        return;
       } else if constexpr (std::is_same_v<T, float> && std::is_same_v<out_t, float>) {
+        const float* scale = o.normalize ? o.inv_std : nullptr;
         if (plane_step) {
-          pixel_runs::store_planes(&x[0][0], p, plane_step, o.normalize ? o.inv_std : nullptr,
-                                   o.offset);
-          return;
+          pixel_runs::store_planes(&x[0][0], p, plane_step, scale, o.offset);
+        } else {
+          pixel_runs::store_interleaved(&x[0][0], p, scale, o.offset);
         }
+        return;
       }
     }
   }

@@ -136,6 +136,31 @@ GPUAUG_AVX2 inline void store_u8_planes(const float* x, float* p, int64_t plane_
   }
 }
 
+// The run's values in pixel order (interleaved, as x holds them) to p as floats, value v of
+// channel c as fma(v, scale[c], offset[c]), or as it is where scale is null. Vector m's lane l
+// holds value 8m + l, of channel (8m + l) % 3: the channels' pattern repeats every three vectors.
+GPUAUG_AVX2 inline void store_interleaved(const float* x, float* p, const float* scale,
+                                          const float* offset) {
+  constexpr int kVectors = 3 * kPixels / 8;
+  if (!scale) {
+    for (int m = 0; m < kVectors; ++m) _mm256_storeu_ps(p + 8 * m, _mm256_loadu_ps(x + 8 * m));
+    return;
+  }
+  __m256 scales[3], offsets[3];
+  for (int m = 0; m < 3; ++m) {
+    const int c = 8 * m % 3;  // lane 0's channel; lane l's is (c + l) % 3
+    scales[m] = _mm256_setr_ps(scale[c], scale[(c + 1) % 3], scale[(c + 2) % 3], scale[c],
+                               scale[(c + 1) % 3], scale[(c + 2) % 3], scale[c], scale[(c + 1) % 3]);
+    offsets[m] = _mm256_setr_ps(offset[c], offset[(c + 1) % 3], offset[(c + 2) % 3], offset[c],
+                                offset[(c + 1) % 3], offset[(c + 2) % 3], offset[c],
+                                offset[(c + 1) % 3]);
+  }
+  for (int m = 0; m < kVectors; ++m) {
+    const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8 * m), scales[m % 3], offsets[m % 3]);
+    _mm256_storeu_ps(p + 8 * m, v);
+  }
+}
+
 // Float shuffles of eight pixels: three vectors of interleaved values, from or to three planes.
 struct Permutes {
   int32_t index[3][8];    // [to][lane]: the lane of its vector each value comes from

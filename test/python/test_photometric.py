@@ -1192,7 +1192,9 @@ for dtype in (torch.uint8, torch.float32):
                     ("distort", T.RandomPhotometricDistort(p=0.7)),
                     ("normalized", T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1)],
                                              dtype=torch.float32, mean=mean[:channels],
-                                             std=std[:channels]))]:
+                                             std=std[:channels])),
+                    ("table normalized", T.Compose([T.RandomInvert(1.0)], dtype=torch.float32,
+                                                   mean=mean[:channels], std=std[:channels]))]:
                 if dtype == torch.float32 and name == "equalize":
                     continue
                 torch.manual_seed(1)
@@ -1204,7 +1206,8 @@ torch.save(out, sys.argv[1])
 def test_cpu_vector_loops_agree(tmp_path):
     """The CPU's loops take vector shortcuts by the CPU's instruction set, which
     ATEN_CPU_CAPABILITY turns off as it does PyTorch's: AVX2 runs of pixels (uint8, float32
-    planes) unless it is "default", AVX-512 VBMI table lookups (uint8) where PyTorch uses
+    planes, float32 stores of interleaved pixels) and gathers from float32 tables (interleaved
+    uint8) unless it is "default", AVX-512 VBMI table lookups (uint8) where PyTorch uses
     AVX-512. Every choice gives the same values (test_matches_torchvision checks the one this
     process makes against torchvision)."""
     cpu_flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
