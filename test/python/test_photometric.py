@@ -1262,6 +1262,27 @@ def test_hue_every_uint8_color(device):
         assert torch.equal(out[n].cpu(), F.adjust_hue(colors, hue)), f"hue {hue}"
 
 
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+def test_hue_of_extreme_float_values(device):
+    """Float hue equals torchvision's where values are huge (ranges up to 3e38) or outside [0, 1],
+    and at the shift's bounds: the CPU's runs take the remainders with one add, which needs their
+    operands in (-1, 2)."""
+    torch.manual_seed(5)
+    hues = [0.3, -0.45, 0.5, -0.5]
+    image = torch.rand(len(hues), 3, 9, 21) * 3 - 1  # [-1, 2): outside [0, 1]
+    flat = image.view(len(hues), 3, -1)
+    flat[:, 0, 3] = 3e35
+    flat[:, 1, 40] = -2e30
+    flat[:, 0, 100] = 3e38
+    flat[:, 2, 150] = -1e38
+    factors = torch.tensor(hues).view(-1, 1).to(device)
+    out = gpuaug.photometric(image.to(device), [Stage.HUE], factors)
+    for n, hue in enumerate(hues):
+        torch.testing.assert_close(out[n].cpu(), F.adjust_hue(image[n], hue), atol=1e-5, rtol=0,
+                                   equal_nan=True)
+
+
 @requires_cuda
 def test_cuda_graph():
     """Draws and transform captured together: each replay draws anew, as eager would."""
