@@ -134,24 +134,19 @@ GPUAUG_AVX2 int64_t look_up_run_gather(const uint8_t* in, float* out, int64_t n,
 
 template <int Stride, typename out_t>
 void look_up(const uint8_t* in, out_t* out, int64_t n, const out_t* tables) {
+  [[maybe_unused]] const auto skip = [&](int64_t done) {  // values a vector loop did
+    in += done;
+    out += done;
+    n -= done;
+  };
 #ifdef GPUAUG_PIXEL_RUNS
   if constexpr (Stride > 1 && std::is_same_v<out_t, float>) {
-    if (use_pixel_runs()) {
-      const int64_t done = look_up_run_gather<Stride>(in, out, n, tables);
-      in += done;
-      out += done;
-      n -= done;
-    }
+    if (use_pixel_runs()) skip(look_up_run_gather<Stride>(in, out, n, tables));
   }
 #endif
 #ifdef GPUAUG_VBMI
   if constexpr (std::is_same_v<out_t, uint8_t>) {
-    if (use_vbmi()) {
-      const int64_t done = look_up_run_vbmi<Stride>(in, out, n, tables);
-      in += done;
-      out += done;
-      n -= done;
-    }
+    if (use_vbmi()) skip(look_up_run_vbmi<Stride>(in, out, n, tables));
   }
 #endif
   look_up_run<Stride>(in, out, n, tables);
