@@ -252,7 +252,8 @@ C10_HOST_DEVICE inline P shifted_sector(P h, P hue, int& i) {
 // adjust_hue of one RGB pixel of a floating image through HSV: torchvision's _rgb_to_hsv and
 // _hsv_to_rgb. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by selects:
 // pixels of a warp differ in their largest channel, and a branch per case would run all three.
-// kModerate: the caller knows the remainders' operands lie in (-1, 2) (see hue_shift_run).
+// kModerate: the caller knows the remainders' operands lie in (-1, 2) or are NaN (see
+// hue_shift_run).
 template <bool kModerate = false, typename P>
 C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   const P maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
@@ -592,8 +593,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
         } else {
           hue_shift_run<T>(x, s.a);
         }
-        break;
-#endif
+#else
         GPUAUG_PHOTO_UNROLL
         for (int j = 0; j < V; ++j) {
           if constexpr (kIsU8<T>) {
@@ -604,6 +604,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
             for (int c = 0; c < 3; ++c) x[j][c] = rounded<T>(x[j][c]);
           }
         }
+#endif
       }
       break;
     case kGrayscale:
