@@ -10,11 +10,19 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/photometric.h"
+
+// Unrolls a loop over a thread's pixels on the GPU (GCC's vectoriser takes the CPU's loops).
+#ifdef __CUDACC__
+#define GPUAUG_PHOTO_UNROLL _Pragma("unroll")
+#else
+#define GPUAUG_PHOTO_UNROLL
+#endif
 
 namespace gpuaug::photo {
 
@@ -177,14 +185,14 @@ C10_HOST_DEVICE inline P blend(P v, P other, const Step<P>& s) {
 // where it is at most 1.
 template <typename P>
 C10_HOST_DEVICE inline P u8_brightness_factor(P a) {
-  constexpr P kLargest = P(3.4028234663852886e38);  // FLT_MAX (uint8's compute type is float)
+  constexpr P kLargest = P(FLT_MAX);  // uint8's compute type is float
   return a >= P(0) ? min_of(a, kLargest) : P(0);
 }
 
 // x mod 1 with the divisor's sign (torch.remainder(x, 1), and fmod(x, 1) for x >= 0), exact:
 // for the values hue meets (-1 < x < 2) one subtraction or addition, exact by Sterbenz's lemma,
 // instead of the GPU's long fmod sequence. kUnitRange: the caller knows x is in (-1, 2) or NaN
-// (uint8 images' values, and the CPU's runs of float values: see hue_shift_run).
+// (uint8 images' values, and finite pixels' with a moderate shift: see hue_shift).
 template <bool kUnitRange, typename P>
 C10_HOST_DEVICE inline P mod1(P x) {
   const P r = x >= P(1) ? x - P(1) : (x < P(0) ? x + P(1) : x);  // selects: lanes agree on the rest
@@ -249,15 +257,85 @@ C10_HOST_DEVICE inline P shifted_sector(P h, P hue, int& i) {
   return h6 - sector;
 }
 
+// The sector _hsv_to_rgb takes for a NaN hue: its conversion of NaN to int32, remainder 6. CUDA's
+// conversion gives 0, x86's INT_MIN (remainder 4), AArch64's 0.
+C10_HOST_DEVICE constexpr int nan_hue_sector() {
+#if !defined(__CUDA_ARCH__) && (defined(__x86_64__) || defined(__i386__) || defined(_M_X64))
+  return 4;
+#else
+  return 0;
+#endif
+}
+
+// The largest and smallest of a pixel's values that are not NaN, by selects.
+template <typename P>
+C10_HOST_DEVICE inline P largest(P r, P g, P b) {
+  return r > g ? (r > b ? r : b) : (g > b ? g : b);
+}
+
+template <typename P>
+C10_HOST_DEVICE inline P smallest(P r, P g, P b) {
+  return r < g ? (r < b ? r : b) : (g < b ? g : b);
+}
+
+// adjust_hue of a pixel with a NaN or infinite value, or whose range overflows, step by step as
+// torchvision's tensors compute it: its extremes are NaN where a value is, each case's term is
+// multiplied by its mask (an infinite or NaN term gives NaN where its case does not hold), and a
+// NaN hue takes nan_hue_sector. hue_shift takes the other pixels, whose terms are all finite.
+template <typename P>
+C10_HOST_DEVICE inline void hue_shift_nonfinite(P& r, P& g, P& b, P hue) {
+  const bool nan = r != r || g != g || b != b;
+  const P maxc = nan ? r + g + b : largest(r, g, b);
+  const P minc = nan ? maxc : smallest(r, g, b);
+  const bool flat = maxc == minc;
+  const P range = maxc - minc;
+  const P s = range / (flat ? P(1) : maxc);
+  const P divisor = flat ? P(1) : range;
+  const P rc = (maxc - r) / divisor, gc = (maxc - g) / divisor, bc = (maxc - b) / divisor;
+  const bool red = maxc == r, green = maxc == g;
+  const P hg = ((rc + P(2)) - bc) * P(green && !red);
+  const P hr = (bc - gc) * P(red);
+  const P hb = ((gc + P(4)) - rc) * P(!red && !green);
+  const P h = mod1<false>(std::fmod(((hr + hg) + hb) * P(1.0 / 6.0) + P(1), P(1)) + hue);
+  const P h6 = h * P(6);
+  const P whole = std::floor(h6);  // 0..6, or NaN
+  int i = h6 == h6 ? static_cast<int>(whole) : nan_hue_sector();
+  if (i == 6) i = 0;
+  const P f = h6 - whole, v = maxc;
+  // then as hue_shift (in a function of its own, this ending kept GCC from vectorising hue_shift)
+  const P sxf = s * f;
+  const P one_minus_s = P(1) - s;
+  const P q = clamp((P(1) - sxf) * v, P(0), P(1));
+  const P t = clamp((sxf + one_minus_s) * v, P(0), P(1));
+  const P p = clamp(one_minus_s * v, P(0), P(1));
+  r = i == 1 ? q : (i == 4 ? t : (i == 2 || i == 3 ? p : v));
+  g = i == 1 || i == 2 ? v : (i == 0 ? t : (i == 3 ? q : p));
+  b = i == 3 || i == 4 ? v : (i == 2 ? t : (i == 0 || i == 1 ? p : q));
+}
+
+// Whether a pixel's values and their range are finite: hue_shift's own path then holds.
+template <typename P>
+C10_HOST_DEVICE inline bool hue_finite(P r, P g, P b) {
+  constexpr P kLargest = P(std::is_same_v<P, double> ? DBL_MAX : FLT_MAX);
+  return (std::fabs(r) <= kLargest) & (std::fabs(g) <= kLargest) & (std::fabs(b) <= kLargest) &
+         (largest(r, g, b) - smallest(r, g, b) <= kLargest);
+}
+
 // adjust_hue of one RGB pixel of a floating image through HSV: torchvision's _rgb_to_hsv and
 // _hsv_to_rgb. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by selects:
 // pixels of a warp differ in their largest channel, and a branch per case would run all three.
-// kModerate: the caller knows the remainders' operands lie in (-1, 2) or are NaN (see
-// hue_shift_run).
-template <bool kModerate = false, typename P>
+// Pixels that are not hue_finite go to hue_shift_nonfinite. kFiniteModerate: the caller knows
+// the pixel is hue_finite and the shift lies in [-0.5, 0.5], so there is no branch, and the
+// remainders' operands lie in (-1, 2) (h in [-1, 5]: each quotient of a difference by the range
+// is in [0, 1]) and take one add.
+template <bool kFiniteModerate = false, typename P>
 C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
-  const P maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
-  const P minc = r < g ? (r < b ? r : b) : (g < b ? g : b);
+  if (!kFiniteModerate && !hue_finite(r, g, b)) {
+    hue_shift_nonfinite(r, g, b, hue);
+    return;
+  }
+  const P maxc = largest(r, g, b);
+  const P minc = smallest(r, g, b);
   const bool flat = maxc == minc;
   const P range = maxc - minc;
   // red largest: bc - gc; green: (2 + rc) - bc; blue: (4 + gc) - rc (x + 0 is x: exact)
@@ -269,34 +347,43 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   const P divisor = flat ? P(1) : range;
   const P h = ((maxc - first) / divisor + offset) - (maxc - second) / divisor;
   int i;
-  const P f = shifted_sector<kModerate>(mod1<kModerate>(h * P(1.0 / 6.0) + P(1)), hue, i);
+  const P f =
+      shifted_sector<kFiniteModerate>(mod1<kFiniteModerate>(h * P(1.0 / 6.0) + P(1)), hue, i);
   const P v = maxc;
   const P sxf = s * f;
   const P one_minus_s = P(1) - s;
   const P q = clamp((P(1) - sxf) * v, P(0), P(1));
   const P t = clamp((sxf + one_minus_s) * v, P(0), P(1));
   const P p = clamp(one_minus_s * v, P(0), P(1));
-  // sectors 0-5 by selects (a switch would branch apart where a warp's pixels differ), 5 for
-  // any other: (v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)
+  // sectors 0-5 by selects (a switch would branch apart where a warp's pixels differ):
+  // (v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)
   r = i == 1 ? q : (i == 4 ? t : (i == 2 || i == 3 ? p : v));
   g = i == 1 || i == 2 ? v : (i == 0 ? t : (i == 3 ? q : p));
   b = i == 3 || i == 4 ? v : (i == 2 ? t : (i == 0 || i == 1 ? p : q));
 }
 
-// hue_shift of a run of V pixels on the CPU, each value then rounded to T. With the shift in
-// torchvision's [-0.5, 0.5] the remainders' operands, h / 6 + 1 and that remainder plus the shift,
-// lie in (-1, 2) or are NaN: h is in [-1, 5] (each quotient of a difference by the range is in
-// [0, 1]) or NaN (an infinite range). They then take one add, and the loop vectorises (with
-// CMakeLists.txt's if-conversion limit), where fmod, a call made a value at a time, kept it scalar
-// (32x3x224x224 float32 ColorJitter(hue=0.1), one thread: 43 ms, 9.7 so).
+// hue_shift of a thread's (GPU) or a run's (CPU) V pixels, each value then rounded to T. Where
+// all are hue_finite and the shift lies in torchvision's [-0.5, 0.5] (always, but for a
+// non-finite pixel or a factor given out of range), they take hue_shift<true>: on the GPU the
+// pixels are then one block of code, with no branch between them (a branch per pixel cost 6-15%
+// in float kernels, H200), and on the CPU the loop vectorises (with CMakeLists.txt's
+// if-conversion limit), where fmod, a call made a value at a time, kept it scalar (32x3x224x224
+// float32 ColorJitter(hue=0.1), one thread: 43 ms, 9.7 so).
 template <typename T, typename P, int V>
-inline void hue_shift_run(P (&x)[V][3], P hue) {
-  if (hue >= P(-0.5) && hue <= P(0.5)) {
+C10_HOST_DEVICE inline void hue_shift_run(P (&x)[V][3], P hue) {
+  bool quick = hue >= P(-0.5) && hue <= P(0.5);
+  GPUAUG_PHOTO_UNROLL
+  for (int j = 0; j < V; ++j) quick &= hue_finite(x[j][0], x[j][1], x[j][2]);
+  if (quick) {
+    GPUAUG_PHOTO_UNROLL
     for (int j = 0; j < V; ++j) hue_shift<true>(x[j][0], x[j][1], x[j][2], hue);
   } else {
+    GPUAUG_PHOTO_UNROLL
     for (int j = 0; j < V; ++j) hue_shift(x[j][0], x[j][1], x[j][2], hue);
   }
+  GPUAUG_PHOTO_UNROLL
   for (int j = 0; j < V; ++j) {
+    GPUAUG_PHOTO_UNROLL
     for (int c = 0; c < 3; ++c) x[j][c] = rounded<T>(x[j][c]);
   }
 }
@@ -467,12 +554,6 @@ C10_HOST_DEVICE inline void equalize_table(const int64_t* histogram, uint8_t* ta
   }
 }
 
-#ifdef __CUDACC__
-#define GPUAUG_PHOTO_UNROLL _Pragma("unroll")
-#else
-#define GPUAUG_PHOTO_UNROLL
-#endif
-
 // Output channel c takes input channel p_c, for code = p0 + 3 p1 + 9 p2 (selects, not an
 // indexed array, which the GPU would keep in local memory).
 template <typename P>
@@ -587,24 +668,16 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
       break;
     case kHue:
       if constexpr (C == 3) {
-#ifndef __CUDA_ARCH__
-        if constexpr (kIsU8<T>) {
-          hue_shift_u8_run(x, s.a, s.b);
-        } else {
+        if constexpr (!kIsU8<T>) {
           hue_shift_run<T>(x, s.a);
-        }
+        } else {
+#ifndef __CUDA_ARCH__
+          hue_shift_u8_run(x, s.a, s.b);
 #else
-        GPUAUG_PHOTO_UNROLL
-        for (int j = 0; j < V; ++j) {
-          if constexpr (kIsU8<T>) {
-            hue_shift_u8(x[j], s.a, s.b);
-          } else {
-            hue_shift(x[j][0], x[j][1], x[j][2], s.a);
-            GPUAUG_PHOTO_UNROLL
-            for (int c = 0; c < 3; ++c) x[j][c] = rounded<T>(x[j][c]);
-          }
-        }
+          GPUAUG_PHOTO_UNROLL
+          for (int j = 0; j < V; ++j) hue_shift_u8(x[j], s.a, s.b);
 #endif
+        }
       }
       break;
     case kGrayscale:

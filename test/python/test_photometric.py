@@ -1,5 +1,6 @@
 """gpuaug::photometric and gpuaug.transforms' photometric transforms against torchvision.transforms.v2
 .functional applied image by image with the same (replayed) per-sample draws."""
+import itertools
 import math
 import os
 import subprocess
@@ -1281,6 +1282,32 @@ def test_hue_of_extreme_float_values(device):
     for n, hue in enumerate(hues):
         torch.testing.assert_close(out[n].cpu(), F.adjust_hue(image[n], hue), atol=1e-5, rtol=0,
                                    equal_nan=True)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_hue_of_nonfinite_pixels(device, dtype):
+    """Pixels with NaN or infinite values, or whose range overflows, take torchvision's results on
+    the same device (NaN where its masked terms or extremes make one; a NaN hue's sector is its
+    device's conversion of NaN to an integer), in both layouts. A float64 image's hue is
+    computed in float64 here and in float32 by torchvision, whose results for huge values differ
+    (its products overflow, its ranges lose the smaller values): float64 has none."""
+    huge = [] if dtype == torch.float64 else [3e38, -3e38]
+    values = [math.nan, math.inf, -math.inf, 0.0, 0.25, 0.5, 1.0, -1.0, 2.0] + huge
+    pixels = torch.tensor(list(itertools.product(values, repeat=3)), dtype=dtype)
+    image = pixels.t().reshape(3, len(values), -1)
+    torch.manual_seed(6)
+    image = torch.stack([image, image[:, torch.randperm(len(values))].flip(-1)]).to(device)
+    hues = [0.1, -0.45]  # away from sectors' bounds, where float64 and float32 round apart
+    factors = torch.tensor(hues, dtype=torch.float64 if dtype == torch.float64 else torch.float32,
+                           device=device).view(-1, 1)
+    for layout in [torch.contiguous_format, torch.channels_last]:
+        out = gpuaug.photometric(image.contiguous(memory_format=layout), [Stage.HUE], factors)
+        for n, hue in enumerate(hues):
+            expected = F.adjust_hue(image[n], hue)
+            assert expected.isnan().any() and expected.isinf().any()
+            torch.testing.assert_close(out[n], expected, atol=1e-5, rtol=0, equal_nan=True)
 
 
 @requires_cuda
