@@ -360,7 +360,7 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
 #else
   // from_sector written out: GCC left control flow in hue's loop where it was called (inlined
   // or not) and did not vectorise it (32x3x224x224 float32 ColorJitter(hue=0.1), one thread:
-  // 44 ms, 8 so). The GPU keeps the call, whose code is what the H200 ran.
+  // 44 ms, 10.9 so). The GPU keeps the call, whose code is what the H200 ran.
   const P sxf = s * f, one_minus_s = P(1) - s;
   const P q = clamp((P(1) - sxf) * maxc, P(0), P(1));
   const P t = clamp((sxf + one_minus_s) * maxc, P(0), P(1));
@@ -377,7 +377,8 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
 // pixels are then one block of code, with no branch between them (a branch per pixel cost 6-15%
 // in float kernels, H200), and on the CPU the loop vectorises (with CMakeLists.txt's
 // if-conversion limit), where fmod, a call made a value at a time, kept it scalar (32x3x224x224
-// float32 ColorJitter(hue=0.1), one thread: 43 ms, 9.7 so).
+// float32 ColorJitter(hue=0.1), one thread: 43 ms, 7.9 so; 10.9 with the finite check, whose
+// extremes hue_shift computes again).
 template <typename T, typename P, int V>
 C10_HOST_DEVICE inline void hue_shift_run(P (&x)[V][3], P hue) {
   bool quick = hue >= P(-0.5) && hue <= P(0.5);
