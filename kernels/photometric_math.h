@@ -241,7 +241,10 @@ C10_HOST_DEVICE inline P trunc_small_int(P v, int& k) {
   }
 #endif
   const P t = std::trunc(v);
-  k = static_cast<int>(t);
+  // Clamped, as the CPU's hue_shift_run takes the quick path on pixels that are not finite too
+  // (and discards it): a conversion of NaN or of a huge value to int would be undefined.
+  const P at_least_0 = t > P(0) ? t : P(0);
+  k = static_cast<int>(at_least_0 < P(8) ? at_least_0 : P(8));
   return t;
 }
 
@@ -377,11 +380,12 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
 // pixels are then one block of code, with no branch between them (a branch per pixel cost 6-15%
 // in float kernels, H200), and on the CPU the loop vectorises (with CMakeLists.txt's
 // if-conversion limit), where fmod, a call made a value at a time, kept it scalar (32x3x224x224
-// float32 ColorJitter(hue=0.1), one thread: 43 ms, 7.9 so; 10.9 with the finite check, whose
-// extremes hue_shift computes again).
+// float32 ColorJitter(hue=0.1), one thread: 43 ms, 7.9 so).
 template <typename T, typename P, int V>
 C10_HOST_DEVICE inline void hue_shift_run(P (&x)[V][3], P hue) {
-  bool quick = hue >= P(-0.5) && hue <= P(0.5);
+  const bool moderate = hue >= P(-0.5) && hue <= P(0.5);
+#ifdef __CUDA_ARCH__
+  bool quick = moderate;
   GPUAUG_PHOTO_UNROLL
   for (int j = 0; j < V; ++j) quick &= hue_finite(x[j][0], x[j][1], x[j][2]);
   if (quick) {
@@ -391,6 +395,27 @@ C10_HOST_DEVICE inline void hue_shift_run(P (&x)[V][3], P hue) {
     GPUAUG_PHOTO_UNROLL
     for (int j = 0; j < V; ++j) hue_shift(x[j][0], x[j][1], x[j][2], hue);
   }
+#else
+  // The CPU checks the pixels in the quick path's loop, whose extremes the check then shares,
+  // and takes the run again pixel by pixel where one is not finite or the shift is out of range.
+  // In a loop of its own, the check was not vectorised and computed the extremes again (the
+  // case above: 10.9 ms, 8.4 so).
+  P original[V][3];
+  for (int j = 0; j < V; ++j) {
+    for (int c = 0; c < 3; ++c) original[j][c] = x[j][c];
+  }
+  int finite = 1;
+  for (int j = 0; j < V; ++j) {
+    finite &= hue_finite(x[j][0], x[j][1], x[j][2]);
+    hue_shift<true>(x[j][0], x[j][1], x[j][2], hue);
+  }
+  if (!finite || !moderate) {
+    for (int j = 0; j < V; ++j) {
+      for (int c = 0; c < 3; ++c) x[j][c] = original[j][c];
+      hue_shift(x[j][0], x[j][1], x[j][2], hue);
+    }
+  }
+#endif
   GPUAUG_PHOTO_UNROLL
   for (int j = 0; j < V; ++j) {
     GPUAUG_PHOTO_UNROLL
