@@ -333,10 +333,11 @@ C10_HOST_DEVICE inline bool hue_finite(P r, P g, P b) {
 // adjust_hue of one RGB pixel of a floating image through HSV: torchvision's _rgb_to_hsv and
 // _hsv_to_rgb. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by selects:
 // pixels of a warp differ in their largest channel, and a branch per case would run all three.
-// Pixels that are not hue_finite go to hue_shift_nonfinite. kFiniteModerate: the caller knows
-// the pixel is hue_finite and the shift lies in [-0.5, 0.5], so there is no branch, and the
-// remainders' operands lie in (-1, 2) (h in [-1, 5]: each quotient of a difference by the range
-// is in [0, 1]) and take one add.
+// Pixels that are not hue_finite go to hue_shift_nonfinite. kFiniteModerate: the pixel is taken
+// as hue_finite and the shift as in [-0.5, 0.5], so there is no branch, and the remainders'
+// operands lie in (-1, 2) (h in [-1, 5]: each quotient of a difference by the range is in
+// [0, 1]) and take one add. Where that does not hold, its result is wrong but defined (the CPU's
+// hue_shift_run computes it for every pixel, then discards it).
 template <bool kFiniteModerate = false, typename P>
 C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   if (!kFiniteModerate && !hue_finite(r, g, b)) {
