@@ -117,6 +117,11 @@ def every_transform(dtype):
         "channel-wise Compose": T.Compose([
             T.RandomAutocontrast(0.7), T.ColorJitter(0.4, 0.4), T.RandomInvert(0.5),
             T.RandomEqualize(0.6)]),
+        # steps that treat every channel alike around channel permutations (the CPU's planes,
+        # each read from the input plane its output takes)
+        "permuting Compose": T.Compose([
+            T.RandomChannelPermutation(), T.ColorJitter(0.4, 0.4), T.RandomInvert(0.5),
+            T.RandomChannelPermutation(), T.RandomSolarize(solarize_threshold(dtype), 0.6)]),
     }
 
 
@@ -156,7 +161,7 @@ def test_matches_torchvision(name, channels, dtype, device):
     out = transform(image, params)
     expected = torchvision_batch(image, transform.stages, params)
     thresholds = name in ("Compose", "RandomSolarize", "RandomPosterize", "RandomEqualize",
-                          "bitwise Compose", "channel-wise Compose")
+                          "bitwise Compose", "channel-wise Compose", "permuting Compose")
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=not thresholds)
 
 
@@ -356,7 +361,8 @@ def test_color_augment_compose_errors():
 @pytest.mark.parametrize("layout", ["channels_last", "strided", "3d", "video", "odd", "narrow",
                                     "narrow_channels_last"])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
-@pytest.mark.parametrize("name", ["Compose", "bitwise Compose", "channel-wise Compose"])
+@pytest.mark.parametrize("name", ["Compose", "bitwise Compose", "channel-wise Compose",
+                                  "permuting Compose"])
 def test_layouts(name, layout, dtype, device):
     # narrow: 60 pixels a plane, whose uint8 planes the GPU reads in runs of 4 pixels, not 8
     shape = {"3d": [3, 31, 17], "video": [3, 4, 3, 8, 16], "odd": [7, 3, 1, 97],
