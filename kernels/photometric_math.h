@@ -16,6 +16,9 @@
 #include <type_traits>
 
 #include "kernels/photometric.h"
+#ifndef __CUDACC__
+#include "kernels/cpu/half_floats.h"
+#endif
 
 // Unrolls a loop over a thread's pixels on the GPU (GCC's vectoriser takes the CPU's loops).
 #ifdef __CUDACC__
@@ -80,10 +83,28 @@ C10_HOST_DEVICE inline P clamp_result(P v, P high) {
 // A float result as torchvision's float tensor of the image's dtype holds it.
 template <typename T, typename P>
 C10_HOST_DEVICE inline P rounded(P v) {
+#ifndef __CUDACC__
+  if constexpr (std::is_same_v<P, float>) {  // the CPU's conversions that vectorise
+    if constexpr (std::is_same_v<T, c10::Half>) return cpu::half_floats::half_rounded(v);
+    if constexpr (std::is_same_v<T, c10::BFloat16>) return cpu::half_floats::bfloat16_rounded(v);
+  }
+#endif
   if constexpr (std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>) {
     return static_cast<P>(static_cast<T>(v));
   }
   return v;
+}
+
+// A float value in the dtype out_t, rounded to nearest even.
+template <typename out_t, typename P>
+C10_HOST_DEVICE inline out_t narrowed(P v) {
+#ifndef __CUDACC__
+  if constexpr (std::is_same_v<P, float>) {
+    if constexpr (std::is_same_v<out_t, c10::Half>) return cpu::half_floats::to_half(v);
+    if constexpr (std::is_same_v<out_t, c10::BFloat16>) return cpu::half_floats::to_bfloat16(v);
+  }
+#endif
+  return static_cast<out_t>(v);
 }
 
 // trunc (= floor) of 0 <= v < 2^23, or NaN. On the GPU an add rounding toward zero at a scale
@@ -891,6 +912,12 @@ C10_HOST_DEVICE inline P load(T v) {
     return __uint_as_float(0x4B000000u | v) - 8388608.0f;  // 2^23 + v: integer ops, exact
 #endif
   }
+#ifndef __CUDACC__
+  if constexpr (std::is_same_v<P, float>) {
+    if constexpr (std::is_same_v<T, c10::Half>) return cpu::half_floats::from_half(v);
+    if constexpr (std::is_same_v<T, c10::BFloat16>) return cpu::half_floats::from_bfloat16(v);
+  }
+#endif
   return static_cast<P>(v);
 }
 
@@ -902,9 +929,9 @@ C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
   } else {
     // uint8 images: one multiply-add with or without normalisation (then 1/255 and 0: the
     // product alone, exactly), so the GPU's stores are not both paths under a predicate
-    if constexpr (kIsU8<T>) return static_cast<out_t>(std::fma(v, o.inv_std_u8[c], o.offset[c]));
-    if (o.normalize) return static_cast<out_t>(std::fma(v, o.inv_std[c], o.offset[c]));
-    return static_cast<out_t>(v);
+    if constexpr (kIsU8<T>) return narrowed<out_t>(std::fma(v, o.inv_std_u8[c], o.offset[c]));
+    if (o.normalize) return narrowed<out_t>(std::fma(v, o.inv_std[c], o.offset[c]));
+    return narrowed<out_t>(v);
   }
 }
 

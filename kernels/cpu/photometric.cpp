@@ -277,22 +277,21 @@ GPUAUG_PIXEL_LOOP void transform_values(const T* in, out_t* out, int64_t n,
   for (int64_t k = 0; k < n; k += kValues) {
     const int count = static_cast<int>(std::min<int64_t>(kValues, n - k));
     P x[kRun][3];
+    P* values = &x[0][0];  // one loop over them, which GCC vectorises (float16's conversions too)
     if (count == kValues) {
-      for (int j = 0; j < kRun; ++j) {
-        for (int c = 0; c < 3; ++c) x[j][c] = load<P>(in[k + j * 3 + c]);
-      }
+      for (int i = 0; i < kValues; ++i) values[i] = load<P>(in[k + i]);
     } else {
-      for (int j = 0; j < kRun; ++j) {
-        for (int c = 0; c < 3; ++c) x[j][c] = j * 3 + c < count ? load<P>(in[k + j * 3 + c]) : P(0);
-      }
+      for (int i = 0; i < kValues; ++i) values[i] = i < count ? load<P>(in[k + i]) : P(0);
     }
     run_steps<3, T>(prog, 0, prog.count, x, r);
-    if (count == kValues) {
-      for (int j = 0; j < kRun; ++j) {
-        for (int c = 0; c < 3; ++c) out[k + j * 3 + c] = convert<T, out_t>(x[j][c], conversion, 0);
-      }
+    if constexpr (kIsHalfFloat<out_t>) {  // as store_run narrows them
+      P converted[kValues];
+      for (int i = 0; i < kValues; ++i) converted[i] = convert<T, P>(values[i], conversion, 0);
+      narrow_values(converted, count, out + k);
+    } else if (count == kValues) {
+      for (int i = 0; i < kValues; ++i) out[k + i] = convert<T, out_t>(values[i], conversion, 0);
     } else {
-      for (int i = 0; i < count; ++i) out[k + i] = convert<T, out_t>(x[i / 3][i % 3], conversion, 0);
+      for (int i = 0; i < count; ++i) out[k + i] = convert<T, out_t>(values[i], conversion, 0);
     }
   }
 }

@@ -78,6 +78,20 @@ void for_each_span(const Walk& w, int64_t base, int64_t first, int64_t last, F&&
   }
 }
 
+template <typename T>
+constexpr bool kIsHalfFloat = std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>;
+
+// n float16 or bfloat16 values widened to the compute type, and back: loops of contiguous
+// values, which GCC vectorises, where the same conversions inside the run's loops stay scalar.
+template <typename T, typename P>
+void widen_values(const T* values, int n, P* out) {
+  for (int i = 0; i < n; ++i) out[i] = load<P>(values[i]);
+}
+template <typename P, typename out_t>
+void narrow_values(const P* values, int n, out_t* out) {
+  for (int i = 0; i < n; ++i) out[i] = narrowed<out_t>(values[i]);
+}
+
 template <int C, typename T, typename P>
 void load_pixel(const T* in, int64_t at, const Walk& w, P (&x)[3]) {
   for (int c = 0; c < C; ++c) x[c] = load<P>(in[at + c * w.channel_step]);
@@ -107,6 +121,25 @@ void load_run(const T* in, int64_t base, int64_t first, int count, const Walk& w
     }
   }
 #endif
+  if constexpr (kIsHalfFloat<T>) {
+    if (count == kRun) {
+      // widened a plane (or the run's interleaved values) at a time, as store_run narrows them
+      P values[3][kRun];
+      if (pixel_step == 1) {
+        for (int c = 0; c < C; ++c) widen_values(p + c * channel_step, kRun, values[c]);
+        for (int j = 0; j < kRun; ++j) {
+          for (int c = 0; c < 3; ++c) x[j][c] = c < C ? values[c][j] : P(0);
+        }
+      } else {
+        const P* pixels = &values[0][0];
+        widen_values(p, kRun * C, &values[0][0]);
+        for (int j = 0; j < kRun; ++j) {
+          for (int c = 0; c < 3; ++c) x[j][c] = c < C ? pixels[j * C + c] : P(0);
+        }
+      }
+      return;
+    }
+  }
   if (count == kRun) {
     if (pixel_step == 1) {
       for (int c = 0; c < 3; ++c) {
@@ -159,6 +192,21 @@ void store_run(const P (&x)[kRun][3], int count, const Output<P>& o, const Walk&
     }
   }
 #endif
+  if constexpr (kIsHalfFloat<out_t>) {
+    if (count == kRun) {
+      // converted as floats, then narrowed a plane (or the run's interleaved values) at a time
+      P planes[3][kRun], pixels[kRun][3];
+      for (int j = 0; j < kRun; ++j) {
+        for (int c = 0; c < C; ++c) planes[c][j] = pixels[j][c] = convert<T, P>(x[j][c], o, c);
+      }
+      if (pixel_step == 1) {
+        for (int c = 0; c < C; ++c) narrow_values(planes[c], kRun, p + c * channel_step);
+      } else {
+        narrow_values(&pixels[0][0], kRun * C, p);
+      }
+      return;
+    }
+  }
   if (count == kRun) {
     if (pixel_step == 1) {
       for (int c = 0; c < C; ++c) {
