@@ -1,0 +1,68 @@
+// kernels/cpu/half_floats.h, the CPU loops' float16 and bfloat16 conversions, against c10's bit
+// for bit: every 16-bit value widened, and floats around every rounding boundary of every
+// exponent, plus a sweep of the whole range, narrowed.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/half_floats.h"
+
+namespace {
+
+namespace hf = gpuaug::cpu::half_floats;
+
+uint32_t bits_of(float v) { return c10::bit_cast<uint32_t>(v); }
+
+// Floats whose rounding is hard: for each sign and exponent, mantissas at and beside float16's
+// and bfloat16's halfway points (ties to even and away), then every 65,537th bit pattern.
+std::vector<uint32_t> hard_floats() {
+  std::vector<uint32_t> patterns;
+  const uint32_t low_bits[] = {0x0, 0x1, 0xFFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x3000,
+                               0x7FFF, 0x8000, 0x8001, 0xFFFF, 0x10000, 0x18000, 0x7FFFFF};
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint32_t exponent = 0; exponent < 256; ++exponent) {
+      for (uint32_t high : {0x0u, 0x2000u, 0x10000u, 0x7FE000u, 0x7F0000u, 0x3FE000u}) {
+        for (uint32_t low : low_bits) {
+          patterns.push_back(sign | (exponent << 23) | ((high | low) & 0x7FFFFFu));
+        }
+      }
+    }
+  }
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 65537) patterns.push_back(uint32_t(u));
+  return patterns;
+}
+
+TEST(HalfFloats, WideningMatchesC10ForEveryValue) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const c10::Half half(static_cast<uint16_t>(h), c10::Half::from_bits());
+    const float expected = static_cast<float>(half), got = hf::from_half(half);
+    if (expected != expected) {
+      EXPECT_NE(got, got) << "float16 0x" << std::hex << h;
+    } else {
+      EXPECT_EQ(bits_of(got), bits_of(expected)) << "float16 0x" << std::hex << h;
+    }
+    const c10::BFloat16 bf(static_cast<uint16_t>(h), c10::BFloat16::from_bits());
+    EXPECT_EQ(bits_of(hf::from_bfloat16(bf)), bits_of(static_cast<float>(bf)))
+        << "bfloat16 0x" << std::hex << h;
+  }
+}
+
+TEST(HalfFloats, NarrowingMatchesC10) {
+  const std::vector<uint32_t> patterns = hard_floats();
+  ASSERT_GT(patterns.size(), 100000u);
+  int mismatches = 0;
+  for (uint32_t u : patterns) {
+    const float v = c10::bit_cast<float>(u);
+    const c10::Half half(v);
+    const c10::BFloat16 bf(v);
+    const bool same = hf::to_half(v).x == half.x &&
+                      bits_of(hf::half_rounded(v)) == bits_of(static_cast<float>(half)) &&
+                      hf::to_bfloat16(v).x == bf.x &&
+                      bits_of(hf::bfloat16_rounded(v)) == bits_of(static_cast<float>(bf));
+    if (!same && ++mismatches <= 10) ADD_FAILURE() << "float 0x" << std::hex << u;
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+}  // namespace
