@@ -72,6 +72,14 @@ GPUAUG_PIXEL_LOOP void add_stats(const T* in, const Walk& w, const SampleProgram
                                  double (&sums)[kStats]) {
   run_pixels<C, T>(in, w, prog, prog.reduce_at, Reduced<P>{}, base, first, last,
                    [&](const P (&x)[kRun][3], int64_t, int count) {
+                     if (kind == kContrast) {
+                       // the grays in a loop of their own, which GCC vectorises, then their sum
+                       // in order (float16's grays, rounded thrice, took half of ColorJitter)
+                       P grays[kRun];
+                       for (int j = 0; j < kRun; ++j) grays[j] = contrast_gray<C, T>(x[j]);
+                       for (int j = 0; j < count; ++j) sums[0] += grays[j];
+                       return;
+                     }
                      for (int j = 0; j < count; ++j) add_pixel_stats<C, T>(kind, x[j], sums);
                    });
 }
@@ -279,7 +287,7 @@ GPUAUG_PIXEL_LOOP void transform_values(const T* in, out_t* out, int64_t n,
     P x[kRun][3];
     P* values = &x[0][0];  // one loop over them, which GCC vectorises (float16's conversions too)
     if (count == kValues) {
-      for (int i = 0; i < kValues; ++i) values[i] = load<P>(in[k + i]);
+      widen_values(in + k, kValues, values);
     } else {
       for (int i = 0; i < kValues; ++i) values[i] = i < count ? load<P>(in[k + i]) : P(0);
     }

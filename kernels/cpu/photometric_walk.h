@@ -83,12 +83,29 @@ constexpr bool kIsHalfFloat = std::is_same_v<T, c10::Half> || std::is_same_v<T, 
 
 // n float16 or bfloat16 values widened to the compute type, and back: loops of contiguous
 // values, which GCC vectorises, where the same conversions inside the run's loops stay scalar.
+// float16's, in runs of eight, with F16C where pixel_runs.h's functions run.
 template <typename T, typename P>
 void widen_values(const T* values, int n, P* out) {
+#ifdef GPUAUG_PIXEL_RUNS
+  if constexpr (std::is_same_v<T, c10::Half> && std::is_same_v<P, float>) {
+    if (n % 8 == 0 && use_pixel_runs()) {
+      pixel_runs::widen_halves(reinterpret_cast<const uint16_t*>(values), n, out);
+      return;
+    }
+  }
+#endif
   for (int i = 0; i < n; ++i) out[i] = load<P>(values[i]);
 }
 template <typename P, typename out_t>
 void narrow_values(const P* values, int n, out_t* out) {
+#ifdef GPUAUG_PIXEL_RUNS
+  if constexpr (std::is_same_v<out_t, c10::Half> && std::is_same_v<P, float>) {
+    if (n % 8 == 0 && use_pixel_runs()) {
+      pixel_runs::narrow_to_halves(values, n, reinterpret_cast<uint16_t*>(out));
+      return;
+    }
+  }
+#endif
   for (int i = 0; i < n; ++i) out[i] = narrowed<out_t>(values[i]);
 }
 

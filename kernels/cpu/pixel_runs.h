@@ -1,5 +1,6 @@
 // Runs of 16 pixels of three channels, uint8 (planar or interleaved) or float32 (planar), to and
-// from the pixel loops' float run x[16][3], with AVX2: shuffles and eight-wide conversions. GCC 12
+// from the pixel loops' float run x[16][3], with AVX2: shuffles and eight-wide conversions (and
+// float16 values to and from float with F16C). GCC 12
 // builds such a run from planes a value at a time (a planar RandomGrayscale took 3.4x
 // torchvision's time on uint8 images, 4.5x on float32 ones).
 #pragma once
@@ -232,6 +233,22 @@ GPUAUG_AVX2 inline void store_planes(const float* x, float* p, int64_t plane_ste
       if (scale) v = _mm256_fmadd_ps(v, _mm256_set1_ps(scale[c]), _mm256_set1_ps(offset[c]));
       _mm256_storeu_ps(p + c * plane_step + 8 * half, v);
     }
+  }
+}
+
+// n float16 values to floats and back, eight at a time with F16C (GCC 12 vectorises no
+// conversion of _Float16; half_floats.h's take a dozen integer operations a value). n is a
+// multiple of 8. Rounds to nearest even; a NaN keeps its payload's high bits.
+GPUAUG_AVX2 inline void widen_halves(const uint16_t* p, int n, float* x) {
+  for (int i = 0; i < n; i += 8) {
+    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
+  }
+}
+
+GPUAUG_AVX2 inline void narrow_to_halves(const float* x, int n, uint16_t* p) {
+  for (int i = 0; i < n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   }
 }
 
