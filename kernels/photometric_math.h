@@ -95,18 +95,6 @@ C10_HOST_DEVICE inline P rounded(P v) {
   return v;
 }
 
-// A float value in the dtype out_t, rounded to nearest even.
-template <typename out_t, typename P>
-C10_HOST_DEVICE inline out_t narrowed(P v) {
-#ifndef __CUDACC__
-  if constexpr (std::is_same_v<P, float>) {
-    if constexpr (std::is_same_v<out_t, c10::Half>) return cpu::half_floats::to_half(v);
-    if constexpr (std::is_same_v<out_t, c10::BFloat16>) return cpu::half_floats::to_bfloat16(v);
-  }
-#endif
-  return static_cast<out_t>(v);
-}
-
 // trunc (= floor) of 0 <= v < 2^23, or NaN. On the GPU an add rounding toward zero at a scale
 // whose unit is 1: the float pipe, not the conversion unit (an eighth of its rate on sm_80-90),
 // which truncations after every uint8 stage would otherwise saturate.
@@ -929,9 +917,9 @@ C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
   } else {
     // uint8 images: one multiply-add with or without normalisation (then 1/255 and 0: the
     // product alone, exactly), so the GPU's stores are not both paths under a predicate
-    if constexpr (kIsU8<T>) return narrowed<out_t>(std::fma(v, o.inv_std_u8[c], o.offset[c]));
-    if (o.normalize) return narrowed<out_t>(std::fma(v, o.inv_std[c], o.offset[c]));
-    return narrowed<out_t>(v);
+    if constexpr (kIsU8<T>) return static_cast<out_t>(std::fma(v, o.inv_std_u8[c], o.offset[c]));
+    if (o.normalize) return static_cast<out_t>(std::fma(v, o.inv_std[c], o.offset[c]));
+    return static_cast<out_t>(v);
   }
 }
 

@@ -81,6 +81,18 @@ void for_each_span(const Walk& w, int64_t base, int64_t first, int64_t last, F&&
 template <typename T>
 constexpr bool kIsHalfFloat = std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>;
 
+// A float value as float16 or bfloat16, rounded to nearest even (half_floats.h's conversions).
+template <typename out_t, typename P>
+out_t narrowed(P v) {
+  if constexpr (std::is_same_v<P, float> && std::is_same_v<out_t, c10::Half>) {
+    return half_floats::to_half(v);
+  } else if constexpr (std::is_same_v<P, float> && std::is_same_v<out_t, c10::BFloat16>) {
+    return half_floats::to_bfloat16(v);
+  } else {
+    return static_cast<out_t>(v);
+  }
+}
+
 // n float16 or bfloat16 values widened to the compute type, and back: loops of contiguous
 // values, which GCC vectorises, where the same conversions inside the run's loops stay scalar.
 // float16's, in runs of eight, with F16C where pixel_runs.h's functions run.
