@@ -285,9 +285,13 @@ GPUAUG_PIXEL_LOOP void transform_values(const T* in, out_t* out, int64_t n,
   for (int64_t k = 0; k < n; k += kValues) {
     const int count = static_cast<int>(std::min<int64_t>(kValues, n - k));
     P x[kRun][3];
-    P* values = &x[0][0];  // one loop over them, which GCC vectorises (float16's conversions too)
-    if (count == kValues) {
+    P* values = &x[0][0];
+    if (kIsHalfFloat<T> && count == kValues) {  // in one loop (F16C), as load_run widens them
       widen_values(in + k, kValues, values);
+    } else if (count == kValues) {
+      for (int j = 0; j < kRun; ++j) {
+        for (int c = 0; c < 3; ++c) x[j][c] = load<P>(in[k + j * 3 + c]);
+      }
     } else {
       for (int i = 0; i < kValues; ++i) values[i] = i < count ? load<P>(in[k + i]) : P(0);
     }
@@ -297,7 +301,9 @@ GPUAUG_PIXEL_LOOP void transform_values(const T* in, out_t* out, int64_t n,
       for (int i = 0; i < kValues; ++i) converted[i] = convert<T, P>(values[i], conversion, 0);
       narrow_values(converted, count, out + k);
     } else if (count == kValues) {
-      for (int i = 0; i < kValues; ++i) out[k + i] = convert<T, out_t>(values[i], conversion, 0);
+      for (int j = 0; j < kRun; ++j) {
+        for (int c = 0; c < 3; ++c) out[k + j * 3 + c] = convert<T, out_t>(x[j][c], conversion, 0);
+      }
     } else {
       for (int i = 0; i < count; ++i) out[k + i] = convert<T, out_t>(values[i], conversion, 0);
     }
