@@ -160,7 +160,7 @@ void load_run(const T* in, int64_t base, int64_t first, int count, const Walk& w
           for (int c = 0; c < 3; ++c) x[j][c] = c < C ? values[c][j] : P(0);
         }
       } else {
-        const P* pixels = &values[0][0];
+        const P* pixels = &values[0][0];  // the run's kRun * C interleaved values
         widen_values(p, kRun * C, &values[0][0]);
         for (int j = 0; j < kRun; ++j) {
           for (int c = 0; c < 3; ++c) x[j][c] = c < C ? pixels[j * C + c] : P(0);
