@@ -224,14 +224,18 @@ void store_run(const P (&x)[kRun][3], int count, const Output<P>& o, const Walk&
   if constexpr (kIsHalfFloat<out_t>) {
     if (count == kRun) {
       // converted as floats, then narrowed a plane (or the run's interleaved values) at a time
-      P planes[3][kRun], pixels[kRun][3];
-      for (int j = 0; j < kRun; ++j) {
-        for (int c = 0; c < C; ++c) planes[c][j] = pixels[j][c] = convert<T, P>(x[j][c], o, c);
-      }
       if (pixel_step == 1) {
-        for (int c = 0; c < C; ++c) narrow_values(planes[c], kRun, p + c * channel_step);
+        for (int c = 0; c < C; ++c) {
+          P plane[kRun];
+          for (int j = 0; j < kRun; ++j) plane[j] = convert<T, P>(x[j][c], o, c);
+          narrow_values(plane, kRun, p + c * channel_step);
+        }
       } else {
-        narrow_values(&pixels[0][0], kRun * C, p);
+        P pixels[kRun * C];
+        for (int j = 0; j < kRun; ++j) {
+          for (int c = 0; c < C; ++c) pixels[j * C + c] = convert<T, P>(x[j][c], o, c);
+        }
+        narrow_values(pixels, kRun * C, p);
       }
       return;
     }
