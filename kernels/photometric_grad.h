@@ -154,9 +154,8 @@ C10_HOST_DEVICE inline void step_backward(const Step<P>& s, const P (&x)[3], con
     case kPermuteChannels:
       if constexpr (C == 3) {
         const int code = static_cast<int>(s.a);
-        const int p[3] = {code % 3, code / 3 % 3, code / 9 % 3};
         const P out[3] = {g[0], g[1], g[2]};
-        for (int c = 0; c < 3; ++c) g[p[c]] = out[c];
+        for (int c = 0; c < 3; ++c) g[permuted_channel(code, c)] = out[c];
       }
       break;
     case kColorAugment: {

@@ -32,6 +32,9 @@ namespace gpuaug::photo {
 template <typename T>
 constexpr bool kIsU8 = std::is_same_v<T, uint8_t>;
 
+template <typename T>
+constexpr bool kIsHalfFloat = std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>;
+
 template <typename T, typename P>
 C10_HOST_DEVICE inline P bound() {
   return kIsU8<T> ? P(255) : P(1);
@@ -89,9 +92,7 @@ C10_HOST_DEVICE inline P rounded(P v) {
     if constexpr (std::is_same_v<T, c10::BFloat16>) return cpu::half_floats::bfloat16_rounded(v);
   }
 #endif
-  if constexpr (std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>) {
-    return static_cast<P>(static_cast<T>(v));
-  }
+  if constexpr (kIsHalfFloat<T>) return static_cast<P>(static_cast<T>(v));
   return v;
 }
 
@@ -139,10 +140,11 @@ C10_HOST_DEVICE inline P saturated_u8(P v) {
 }
 
 // A stage's result as stored in the image's dtype: uint8 truncates (values are in [0, 255]).
+// Floating results come here rounded<T> already, and clamped to [0, 1] they stay so.
 template <typename T, typename P>
 C10_HOST_DEVICE inline P stored(P v) {
   if constexpr (kIsU8<T>) return trunc_small(v);
-  return rounded<T>(v);
+  return v;
 }
 
 // to_dtype(uint8, scale=True) of a floating value: times 255.999 in the image's dtype, truncated.
@@ -599,8 +601,13 @@ C10_HOST_DEVICE inline void equalize_table(const int64_t* histogram, uint8_t* ta
   }
 }
 
-// Output channel c takes input channel p_c, for code = p0 + 3 p1 + 9 p2 (selects, not an
-// indexed array, which the GPU would keep in local memory).
+// The input channel p_c that output channel c takes, for a permutation's code = p0 + 3 p1 + 9 p2.
+C10_HOST_DEVICE inline int permuted_channel(int code, int c) {
+  const int place = c == 0 ? 1 : (c == 1 ? 3 : 9);
+  return code / place % 3;
+}
+
+// y[p] by selects, not an indexed array, which the GPU would keep in local memory.
 template <typename P>
 C10_HOST_DEVICE inline P pick(const P (&y)[3], int p) {
   return p == 0 ? y[0] : (p == 1 ? y[1] : y[2]);
@@ -784,7 +791,8 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
     case kPermuteChannels:
       if constexpr (C == 3) {
         const int code = static_cast<int>(s.a);
-        const int p0 = code % 3, p1 = code / 3 % 3, p2 = code / 9 % 3;
+        const int p0 = permuted_channel(code, 0), p1 = permuted_channel(code, 1),
+                  p2 = permuted_channel(code, 2);
         GPUAUG_PHOTO_UNROLL
         for (int j = 0; j < V; ++j) {
           const P y[3] = {x[j][0], x[j][1], x[j][2]};

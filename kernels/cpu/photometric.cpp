@@ -254,9 +254,8 @@ void split_permutations(const SampleProgram<P>& prog, int (&source)[3], SamplePr
     const Step<P>& s = prog.steps[i];
     if (s.kind == kPermuteChannels) {
       const int code = static_cast<int>(s.a);
-      const int picked[3] = {code % 3, code / 3 % 3, code / 9 % 3};
       const int before[3] = {source[0], source[1], source[2]};
-      for (int c = 0; c < 3; ++c) source[c] = before[picked[c]];
+      for (int c = 0; c < 3; ++c) source[c] = before[permuted_channel(code, c)];
     } else {
       if (i == prog.reduce_at) rest.reduce_at = rest.count;
       rest.steps[rest.count++] = s;

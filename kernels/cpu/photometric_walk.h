@@ -78,9 +78,6 @@ void for_each_span(const Walk& w, int64_t base, int64_t first, int64_t last, F&&
   }
 }
 
-template <typename T>
-constexpr bool kIsHalfFloat = std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>;
-
 // A float value as float16 or bfloat16, rounded to nearest even (half_floats.h's conversions).
 template <typename out_t, typename P>
 out_t narrowed(P v) {
