@@ -25,6 +25,9 @@ inline uint32_t select(bool cond, uint32_t a, uint32_t b) {
   return (a & mask) | (b & ~mask);
 }
 
+// For compares of values below 2^31: AVX2 compares signed integers alone.
+inline int32_t as_signed(uint32_t v) { return static_cast<int32_t>(v); }
+
 // v rounded to float16's precision (its range too: beyond it, infinity), as a float.
 inline float half_rounded(float v) {
   const uint32_t bits = c10::bit_cast<uint32_t>(v);
@@ -37,8 +40,8 @@ inline float half_rounded(float v) {
   exponent = exponent > 0x47800000u ? 0x47800000u : exponent;
   const float shift = c10::bit_cast<float>(exponent + (13u << 23));
   uint32_t r = c10::bit_cast<uint32_t>((c10::bit_cast<float>(magnitude) + shift) - shift);
-  r = select(r > kHalfMax, kFloatInfinity, r);
-  r = select(magnitude > kFloatInfinity, 0x7FC00000u, r);
+  r = select(as_signed(r) > as_signed(kHalfMax), kFloatInfinity, r);
+  r = select(as_signed(magnitude) > as_signed(kFloatInfinity), 0x7FC00000u, r);
   return c10::bit_cast<float>(sign | r);
 }
 
@@ -50,9 +53,9 @@ inline c10::Half to_half(float v) {
   const uint32_t normal = (magnitude >> 13) - ((127u - 15u) << 10);
   const uint32_t subnormal =
       static_cast<uint32_t>(static_cast<int32_t>(c10::bit_cast<float>(magnitude) * 0x1p24f));
-  uint32_t h = select(magnitude < kHalfSmallestNormal, subnormal, normal);
+  uint32_t h = select(as_signed(magnitude) < as_signed(kHalfSmallestNormal), subnormal, normal);
   h = select(magnitude == kFloatInfinity, 0x7C00u, h);
-  h = select(magnitude > kFloatInfinity, 0x7E00u, h);
+  h = select(as_signed(magnitude) > as_signed(kFloatInfinity), 0x7E00u, h);
   return c10::Half(static_cast<uint16_t>(sign | h), c10::Half::from_bits());
 }
 
@@ -70,7 +73,8 @@ inline float from_half(c10::Half v) {
 inline float bfloat16_rounded(float v) {
   const uint32_t bits = c10::bit_cast<uint32_t>(v);
   const uint32_t r = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-  return c10::bit_cast<float>(select((bits & 0x7FFFFFFFu) > kFloatInfinity, 0x7FC00000u, r));
+  const bool nan = as_signed(bits & 0x7FFFFFFFu) > as_signed(kFloatInfinity);
+  return c10::bit_cast<float>(select(nan, 0x7FC00000u, r));
 }
 
 inline c10::BFloat16 to_bfloat16(float v) {

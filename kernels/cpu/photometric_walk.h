@@ -37,6 +37,10 @@ bool use_pixel_runs() {
       __builtin_cpu_supports("x86-64-v3") && at::get_cpu_capability() != "DEFAULT";
   return use;
 }
+
+// The floating dtypes pixel_runs.h converts eight values at a time.
+template <typename T>
+constexpr bool kIsFloat32Or16 = std::is_same_v<T, float> || kIsHalfFloat<T>;
 #endif
 
 struct Walk {
@@ -91,14 +95,14 @@ out_t narrowed(P v) {
 }
 
 // n float16 or bfloat16 values widened to the compute type, and back: loops of contiguous
-// values, which GCC vectorises, where the same conversions inside the run's loops stay scalar.
-// float16's, in runs of eight, with F16C where pixel_runs.h's functions run.
+// values, eight at a time with AVX2 (F16C for float16) where pixel_runs.h's functions run; GCC
+// vectorises the portable loops, where the same conversions inside the run's loops stay scalar.
 template <typename T, typename P>
 void widen_values(const T* values, int n, P* out) {
 #ifdef GPUAUG_PIXEL_RUNS
-  if constexpr (std::is_same_v<T, c10::Half> && std::is_same_v<P, float>) {
+  if constexpr (kIsHalfFloat<T> && std::is_same_v<P, float>) {
     if (n % 8 == 0 && use_pixel_runs()) {
-      pixel_runs::widen_halves(reinterpret_cast<const uint16_t*>(values), n, out);
+      pixel_runs::widen_values(values, n, out);
       return;
     }
   }
@@ -108,9 +112,9 @@ void widen_values(const T* values, int n, P* out) {
 template <typename P, typename out_t>
 void narrow_values(const P* values, int n, out_t* out) {
 #ifdef GPUAUG_PIXEL_RUNS
-  if constexpr (std::is_same_v<out_t, c10::Half> && std::is_same_v<P, float>) {
+  if constexpr (kIsHalfFloat<out_t> && std::is_same_v<P, float>) {
     if (n % 8 == 0 && use_pixel_runs()) {
-      pixel_runs::narrow_to_halves(values, n, reinterpret_cast<uint16_t*>(out));
+      pixel_runs::narrow_values(values, n, out);
       return;
     }
   }
@@ -138,7 +142,7 @@ void load_run(const T* in, int64_t base, int64_t first, int count, const Walk& w
       if constexpr (kIsU8<T>) {
         pixel_runs::load_u8(p, pixel_step == 1 ? channel_step : 0, &x[0][0]);
         return;
-      } else if constexpr (std::is_same_v<T, float>) {
+      } else if constexpr (kIsFloat32Or16<T>) {
         if (pixel_step == 1) {
           pixel_runs::load_planes(p, channel_step, &x[0][0]);
           return;
@@ -206,14 +210,16 @@ void store_run(const P (&x)[kRun][3], int count, const Output<P>& o, const Walk&
           pixel_runs::store_interleaved(&x[0][0], p, o.inv_std_u8, o.offset);
         }
         return;
-      } else if constexpr (std::is_same_v<T, float> && std::is_same_v<out_t, float>) {
+      } else if constexpr (kIsFloat32Or16<T> && kIsFloat32Or16<out_t>) {
         const float* scale = o.normalize ? o.inv_std : nullptr;
         if (plane_step) {
           pixel_runs::store_planes(&x[0][0], p, plane_step, scale, o.offset);
-        } else {
-          pixel_runs::store_interleaved(&x[0][0], p, scale, o.offset);
+          return;
         }
-        return;
+        if constexpr (std::is_same_v<out_t, float>) {
+          pixel_runs::store_interleaved(&x[0][0], p, scale, o.offset);
+          return;
+        }
       }
     }
   }
