@@ -130,7 +130,8 @@ void load_pixel(const T* in, int64_t at, const Walk& w, P (&x)[3]) {
 // Pixels [first, first + count) of the image at `base`, count <= kRun; the rest of the run 0.
 // A whole run reads contiguous values (a plane's, or interleaved pixels'), with the walk's steps
 // in locals, so that the compiler vectorises it; with AVX2, a whole run of three uint8 channels
-// or three float32 planes takes pixel_runs.h's shuffles (GCC 12 builds those a value at a time).
+// or three float32, float16 or bfloat16 planes takes pixel_runs.h's shuffles (GCC 12 builds
+// those a value at a time).
 template <int C, typename T, typename P>
 void load_run(const T* in, int64_t base, int64_t first, int count, const Walk& w,
               P (&x)[kRun][3]) {
