@@ -16,6 +16,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from .samples import TorchvisionInputs
+
 __all__ = ["Stage", "photometric", "ColorJitter", "RandomGrayscale", "RandomSolarize",
            "RandomPosterize", "RandomInvert", "RandomAutocontrast", "RandomEqualize",
            "RandomChannelPermutation", "RandomPhotometricDistort", "Compose"]
@@ -154,14 +156,12 @@ def _permutation_codes(values: torch.Tensor, channels: int, codes: torch.Tensor)
 
 
 def _check_params(params: Dict[str, torch.Tensor], keys: List[str]) -> None:
-    """A clear error where ``params`` is not a ``sample_params`` dict: torchvision.transforms.v2
-    calls a transform with a target beside the image (``t(image, target)``), which lands here."""
+    """A clear error where ``params`` is not a whole ``sample_params`` dict."""
     for key in keys:
         if key not in params:
             raise ValueError(f"gpuaug.transforms: expected 'params' as sample_params returns them, "
-                             f"a dict with the keys {keys}, but it has no '{key}'; a target beside "
-                             "the image (torchvision.transforms.v2's t(image, target)) is not "
-                             "taken: pass the image alone")
+                             f"a dict with the keys {keys}, but it has no '{key}' (scripted, a "
+                             "transform takes an image tensor and its params alone)")
 
 
 def _params(factors: torch.Tensor, order: torch.Tensor,
@@ -186,7 +186,7 @@ def _ranges_of(slots: List[List[float]]) -> List[float]:
     return [slot[t] for t in range(8) for slot in slots]
 
 
-class _Photometric(nn.Module):
+class _Photometric(TorchvisionInputs, nn.Module):
     """What every transform shares: its stages, its draws' generator, the output conversion.
     A transform's draws are ``uniforms`` uniforms per sample, made into its parameters by
     ``_params_from``. ``program`` is what its fresh draws run and what it adds to a Compose:

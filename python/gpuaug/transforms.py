@@ -9,6 +9,7 @@ from torch import nn
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
                     RandomPosterize, RandomSolarize, _check_params)
+from .samples import TorchvisionInputs
 
 __all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomAutocontrast",
            "RandomChannelPermutation", "RandomEqualize", "RandomGrayscale", "RandomInvert",
@@ -25,7 +26,7 @@ def _range(name: str, value: Sequence[float], positive: bool = False) -> List[fl
     return [low, high]
 
 
-class ColorAugment(nn.Module):
+class ColorAugment(TorchvisionInputs, nn.Module):
     """Random colour jitter of image batches with :func:`gpuaug.color_transform`.
 
     Each sample gets its own parameters, drawn on the image's device (no host synchronisation,

@@ -334,16 +334,21 @@ def test_color_augment_before_contrast(dtype):
 
 @pytest.mark.parametrize("make", [lambda: T.ColorJitter(0.4, 0.4), lambda: T.Compose(
     [T.ColorAugment(), T.RandomInvert()]), lambda: T.ColorAugment()])
-def test_target_beside_the_image(make):
-    """torchvision.transforms.v2's t(image, target) lands on params: a clear error, not a
-    KeyError, in eager and scripted modules."""
+def test_params_without_a_key(make):
+    """A params dict missing a key is a clear error, not a KeyError nor fresh draws, in eager and
+    scripted modules; scripted, a target beside the image lands there too."""
     image = make_image([2, 3, 4, 4], torch.uint8, "cpu", seed=59)
+    params = make().sample_params(image)
+    del params["apply"]
     target = {"boxes": torch.zeros(1, 4), "labels": torch.zeros(1, dtype=torch.long)}
+    message = (r"gpuaug.transforms: expected 'params' as sample_params returns them, a dict with "
+               r"the keys \[.*\], but it has no '(apply|factors|color)' \(scripted, a transform "
+               r"takes an image tensor and its params alone\)")
     for transform in (make(), torch.jit.script(make())):
-        with pytest.raises(Exception, match=r"gpuaug.transforms: expected 'params' as "
-                           r"sample_params returns them, a dict with the keys \[.*\], but it "
-                           r"has no '(factors|color)'; a target beside the image"):
-            transform(image, target)
+        with pytest.raises(Exception, match=message):
+            transform(image, params)
+    with pytest.raises(Exception, match=message):
+        torch.jit.script(make())(image, target)
 
 
 def test_color_augment_compose_errors():

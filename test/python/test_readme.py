@@ -1,5 +1,6 @@
 """The README's examples run as written: every Python block, and the C++ section's CMakeLists.txt,
 main.cpp and shell commands, in a fresh folder with this Python's environment active."""
+import importlib.util
 import os
 import pathlib
 import re
@@ -28,6 +29,8 @@ def section(title):
 @pytest.mark.parametrize("index", range(len(blocks(README.read_text(), "python"))))
 def test_python_block(index, tmp_path):
     code = blocks(README.read_text(), "python")[index]
+    if "torchvision" in code and importlib.util.find_spec("torchvision") is None:
+        pytest.skip("torchvision is not installed (none may be released for this PyTorch yet)")
     script = tmp_path / "example.py"   # a file, as TorchScript reads the source
     script.write_text(code)
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,

@@ -1,0 +1,129 @@
+"""torchvision.transforms.v2's inputs for gpuaug's transforms, so that they drop into its pipelines.
+
+Beside a plain image tensor, a transform takes what torchvision's take: ``tv_tensors.Image`` and
+``Video`` (returned as such), PIL images, and samples of several inputs (``t(image, target)``, a
+dict, nested tuples and lists). In a sample, the images are transformed and everything else
+(boxes, masks, labels) passes through; the images are ``tv_tensors.Image``, ``Video`` and PIL
+images, or, where there are none, the first plain tensor, as in torchvision. Every image of one
+call gets the same draws, as torchvision's do. A 4-D ``Video`` is one video whose frames share
+them, where a 4-D tensor is a batch of images with a draw each.
+"""
+
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+
+# The keys of sample_params' dicts (ColorAugment's and the photometric transforms'): a dict beside
+# the image with one of them is replayed parameters, any other dict is a target (boxes, labels).
+_PARAM_KEYS = {"factors", "order", "apply", "color", "brightness", "contrast", "gamma"}
+
+
+def _loaded(name: str) -> Any:
+    # tv_tensors and PIL images exist only once their modules are imported: none is imported here
+    return sys.modules.get(name)
+
+
+def _is_tv_tensor(x: Any) -> bool:
+    tv_tensors = _loaded("torchvision.tv_tensors")
+    return tv_tensors is not None and isinstance(x, tv_tensors.TVTensor)
+
+
+def _is_params(x: Any) -> bool:
+    return isinstance(x, dict) and any(key in _PARAM_KEYS for key in x)
+
+
+def _is_plain_call(inputs: Tuple[Any, ...], kwargs: Dict[str, Any]) -> bool:
+    """``t(image)`` or ``t(image, params)`` with a plain tensor: the module's own call."""
+    if not inputs or not isinstance(inputs[0], torch.Tensor) or _is_tv_tensor(inputs[0]):
+        return False
+    return len(inputs) == 1 or (len(inputs) == 2 and (inputs[1] is None or _is_params(inputs[1])))
+
+
+def _kind(x: Any) -> Optional[str]:
+    tv_tensors = _loaded("torchvision.tv_tensors")
+    if tv_tensors is not None and isinstance(x, tv_tensors.TVTensor):
+        if isinstance(x, tv_tensors.Video):
+            return "video"
+        return "image" if isinstance(x, tv_tensors.Image) else None
+    pil = _loaded("PIL.Image")
+    if pil is not None and isinstance(x, pil.Image):
+        return "pil"
+    return "tensor" if isinstance(x, torch.Tensor) else None
+
+
+def _pil_to_tensor(name: str, image: Any) -> torch.Tensor:
+    if image.mode not in ("RGB", "L"):
+        raise TypeError(f"gpuaug.transforms.{name}: expected a PIL image of mode 'RGB' or 'L', "
+                        f"got mode '{image.mode}'")
+    import numpy  # PIL's pixels as an array; torchvision, whose pipelines give PIL images, has it
+    pixels = torch.from_numpy(numpy.array(image, dtype=numpy.uint8, copy=True))
+    return pixels.unsqueeze(0) if pixels.dim() == 2 else pixels.permute(2, 0, 1)
+
+
+def _tensor_to_pil(out: torch.Tensor, like: Any) -> Any:
+    if out.dtype != torch.uint8:  # the transform's own dtype conversion: PIL has no such image
+        return out
+    pixels = out[0] if out.shape[0] == 1 else out.permute(1, 2, 0)
+    return _loaded("PIL.Image").fromarray(pixels.contiguous().numpy(), mode=like.mode)
+
+
+def _as_batch(name: str, x: Any, kind: str) -> torch.Tensor:
+    if kind == "pil":
+        return _pil_to_tensor(name, x)
+    image = x.as_subclass(torch.Tensor)
+    return image.unsqueeze(0) if kind == "video" and image.dim() == 4 else image
+
+
+def _restored(out: torch.Tensor, like: Any, kind: str) -> Any:
+    if kind == "pil":
+        return _tensor_to_pil(out, like)
+    if kind == "tensor":
+        return out
+    if kind == "video" and like.dim() == 4:
+        out = out.squeeze(0)
+    return _loaded("torchvision.tv_tensors").wrap(out, like=like)
+
+
+def _images(kinds: List[Optional[str]]) -> List[int]:
+    explicit = [i for i, kind in enumerate(kinds) if kind in ("image", "video", "pil")]
+    if explicit:
+        return explicit
+    return [kinds.index("tensor")] if "tensor" in kinds else []
+
+
+class TorchvisionInputs:
+    """Takes torchvision.transforms.v2's inputs (above) in a module whose ``forward(image,
+    params=None)`` takes a tensor. A plain tensor goes straight to the module's own call, which
+    is what TorchScript, torch.compile and torch.export see."""
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_compiling() or _is_plain_call(inputs, kwargs):
+            return nn.Module.__call__(self, *inputs, **kwargs)
+        params = kwargs.pop("params", None)
+        if kwargs:
+            raise TypeError(f"gpuaug.transforms.{type(self).__name__}: unexpected keyword "
+                            f"arguments {sorted(kwargs)}")
+        if len(inputs) == 2 and _is_params(inputs[1]):
+            inputs, params = inputs[:1], inputs[1]
+        return self._transform_sample(inputs, params)
+
+    def _transform_sample(self, inputs: Tuple[Any, ...],
+                          params: Optional[Dict[str, torch.Tensor]]) -> Any:
+        name = type(self).__name__
+        leaves, spec = pytree.tree_flatten(inputs if len(inputs) > 1 else inputs[0])
+        kinds = [_kind(leaf) for leaf in leaves]
+        targets = _images(kinds)
+        batches = [_as_batch(name, leaves[i], kinds[i]) for i in targets]
+        if params is None and len(batches) > 1:  # one draw for them all
+            counts = [1 if b.dim() == 3 else b.shape[0] for b in batches]
+            if len(set(counts)) > 1:
+                raise ValueError(f"gpuaug.transforms.{name}: the images of one input share one "
+                                 f"draw, so they need the same number of samples; got {counts}")
+            params = self.sample_params(batches[0])
+        for i, batch in zip(targets, batches):
+            out = nn.Module.__call__(self, batch, params)
+            leaves[i] = _restored(out, leaves[i], kinds[i])
+        return pytree.tree_unflatten(leaves, spec)
