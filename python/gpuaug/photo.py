@@ -554,11 +554,11 @@ class RandomPhotometricDistort(_Photometric):
                  0.75 if j == 1 else 0.0] for j in range(5)]
 
 
-def _color_augment_stage(augment: nn.Module) -> _ColorAugmentStage:
-    """A ColorAugment as a Compose's stage: its ranges, p and generator (as they are now)."""
+def _color_augment_stage(augment: nn.Module, owner: str = "Compose") -> _ColorAugmentStage:
+    """A ColorAugment as a stage of ``owner``: its ranges, p and generator (as they are now)."""
     if augment.dtype is not None or augment.mean is not None:
-        raise ValueError("gpuaug.transforms.Compose: the output conversion is the Compose's own: "
-                         "pass 'dtype', 'mean' and 'std' to it")
+        raise ValueError(f"gpuaug.transforms.{owner}: the output conversion is the Compose's "
+                         "own: pass 'dtype', 'mean' and 'std' to the Compose")
     return _ColorAugmentStage(
         augment.color_low, augment.color_high, [augment.brightness_low, augment.brightness_high],
         [augment.contrast_low, augment.contrast_high],

@@ -9,9 +9,10 @@ from torch import nn
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
                     RandomPosterize, RandomSolarize, _check_params)
+from .random_apply import RandomApply
 from .samples import TorchvisionInputs
 
-__all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomAutocontrast",
+__all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomApply", "RandomAutocontrast",
            "RandomChannelPermutation", "RandomEqualize", "RandomGrayscale", "RandomInvert",
            "RandomPhotometricDistort", "RandomPosterize", "RandomSolarize"]
 

@@ -122,6 +122,12 @@ def every_transform(dtype):
         "permuting Compose": T.Compose([
             T.RandomChannelPermutation(), T.ColorJitter(0.4, 0.4), T.RandomInvert(0.5),
             T.RandomChannelPermutation(), T.RandomSolarize(solarize_threshold(dtype), 0.6)]),
+        "RandomApply": T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+                                      T.RandomChannelPermutation(), T.RandomInvert(1.0)], p=0.6),
+        # the self-supervised recipes' colour augmentation (SimCLR, BYOL, DINO), one call
+        "self-supervised Compose": T.Compose([
+            T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8), T.RandomGrayscale(0.2),
+            T.RandomSolarize(solarize_threshold(dtype), 0.2)]),
     }
 
 
@@ -367,7 +373,7 @@ def test_color_augment_compose_errors():
                                     "narrow_channels_last"])
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
 @pytest.mark.parametrize("name", ["Compose", "bitwise Compose", "channel-wise Compose",
-                                  "permuting Compose"])
+                                  "permuting Compose", "self-supervised Compose"])
 def test_layouts(name, layout, dtype, device):
     # narrow: 60 pixels a plane, whose uint8 planes the GPU reads in runs of 4 pixels, not 8
     shape = {"3d": [3, 31, 17], "video": [3, 4, 3, 8, 16], "odd": [7, 3, 1, 97],
@@ -986,7 +992,9 @@ def fresh_draw_transforms():
             "ColorJitter": T.ColorJitter(0.4, 0.0, 0.4, 0.1),
             "Compose": T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomInvert(),
                                   T.RandomAutocontrast()]),
-            "ColorAugment": T.Compose([T.ColorAugment(), T.ColorJitter(0.4, 0.0, 0.4, 0.1)])}
+            "ColorAugment": T.Compose([T.ColorAugment(), T.ColorJitter(0.4, 0.0, 0.4, 0.1)]),
+            "RandomApply": T.Compose([T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
+                                      T.RandomGrayscale(0.2)])}
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -1245,7 +1253,7 @@ def test_cpu_vector_loops_agree(tmp_path):
 
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
                                   "RandomChannelPermutation", "RandomSolarize", "RandomEqualize",
-                                  "ColorAugment"])
+                                  "ColorAugment", "RandomApply", "self-supervised Compose"])
 def test_torchscript(name, tmp_path):
     transform = every_transform(torch.uint8)[name]
     scripted = torch.jit.script(transform)

@@ -9,7 +9,9 @@ uint8 -> float32 conversion alone, and ToDtype + Normalize; and in channels_last
 the conversion there. The same without contrast runs one pass. The batch shrinks with --size
 (256 at the default 2^28). RandomPhotometricDistort and the Compose flip coins (torchvision one
 per batch): their times are means over a seeded sequence. ColorAugment inside the jitter's
-Compose is set against gpuaug's two calls one after the other.
+Compose is set against gpuaug's two calls one after the other. The self-supervised recipes'
+colour augmentation (RandomApply of ColorJitter, p = 0.8, then RandomGrayscale, p = 0.2) is set
+against torchvision's (coins per batch) and Kornia's (per sample).
 """
 
 from typing import Callable, Optional
@@ -114,6 +116,32 @@ def torchvision_five() -> Optional[Callable]:
     return lambda x, *rest: t(x)
 
 
+def self_supervised(module, *tail):
+    """The colour part of SimCLR's, BYOL's and DINO's augmentation, then the conversion."""
+    return [module.RandomApply([module.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
+            module.RandomGrayscale(0.2), *tail]
+
+
+def torchvision_self_supervised() -> Optional[Callable]:
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    t = v2.Compose(self_supervised(v2, v2.ToDtype(torch.float32, scale=True),
+                                   v2.Normalize(MEAN, STD)))
+    return lambda x, *rest: t(x)
+
+
+def kornia_self_supervised() -> Optional[Callable]:
+    try:
+        import kornia.augmentation as K
+    except ImportError:
+        return None
+    t = torch.nn.Sequential(K.ColorJiggle(0.4, 0.4, 0.2, 0.1, p=0.8), K.RandomGrayscale(p=0.2),
+                            K.Normalize(torch.tensor(MEAN), torch.tensor(STD)))
+    return lambda x, *rest: t(x.float() / 255)
+
+
 def copy_of_image(x, *rest):
     return torch.empty_like(x).copy_(x)
 
@@ -185,4 +213,11 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         result.append(Case("photometric 5-transform compose u8->u8", shape, u8,
                            image_inputs(shape, device), compose, baseline,
                            "torchvision Compose", 3 * pixels, random_programs=True))
+    ssl = T.Compose(self_supervised(T), dtype=torch.float32, mean=MEAN, std=STD)
+    for baseline, label in [(torchvision_self_supervised(), "torchvision"),
+                            (kornia_self_supervised(), "Kornia (per sample)")]:
+        if baseline is not None:
+            result.append(Case("photometric self-supervised u8->f32", shape, u8,
+                               image_inputs(shape, device), ssl, baseline, label, two_pass,
+                               random_programs=True))
     return result

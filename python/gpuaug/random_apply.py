@@ -1,0 +1,117 @@
+"""torchvision.transforms.v2.RandomApply with a coin per sample, for the photometric transforms:
+the self-supervised recipes' ``RandomApply([ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8)``."""
+
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from torch import nn
+
+from .photo import Compose, _color_augment_stage, _params, _Photometric
+
+
+class RandomApply(_Photometric):
+    """torchvision.transforms.v2.RandomApply, per sample: each sample runs ``transforms`` in turn
+    with probability ``p``, or none of them. ``transforms`` are gpuaug's photometric transforms
+    (or ColorAugment) whose stages always apply where they run (ColorJitter,
+    RandomChannelPermutation, ColorAugment with p = 1, a Random* transform with p = 1): each
+    stage of the op takes one coin, here RandomApply's. ``sample_params`` gives the slots of the
+    transforms' ``sample_params`` one after the other, ``apply`` false where the sample's coin
+    fell against; it joins a :class:`Compose` as its transforms do. ``generator`` draws the coins
+    and the transforms' parameters (they may not have one of their own)."""
+
+    p: float
+    columns: List[int]
+
+    def __init__(self, transforms: Sequence[nn.Module], p: float = 0.5, *,
+                 generator: Optional[torch.Generator] = None) -> None:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError("`p` should be a floating point value in the interval [0.0, 1.0].")
+        from .transforms import ColorAugment  # which imports this module
+        transforms = [_color_augment_stage(t, "RandomApply") if isinstance(t, ColorAugment)
+                      else t for t in transforms]
+        for t in transforms:
+            _check_transform(t)
+        super().__init__([s for t in transforms for s in t.stages],
+                         1 + sum(t.uniforms for t in transforms), generator)
+        self.p = float(p)
+        self.transforms = nn.ModuleList(transforms)
+        self.program = [s for t in transforms for s in t.program]
+        # each transform's first column of the uniforms (the coin is column 0)
+        self.columns = [1]
+        for t in transforms:
+            self.columns.append(self.columns[-1] + t.uniforms)
+        # each slot's offset in the whole (full) program: a transform's order indexes its own
+        self.register_buffer("offsets", _offsets([len(t.stages) for t in transforms]),
+                             persistent=False)
+        self.register_buffer("program_offsets", _offsets([len(t.program) for t in transforms]),
+                             persistent=False)
+        self._set_draws()
+
+    def _check(self, image: torch.Tensor) -> None:
+        for t in self.transforms:
+            t._check(image)
+
+    def _joined(self, u: torch.Tensor, image: torch.Tensor,
+                whole: bool) -> Dict[str, torch.Tensor]:
+        factors: List[torch.Tensor] = []
+        orders: List[torch.Tensor] = []
+        applies: List[torch.Tensor] = []
+        for i, t in enumerate(self.transforms):
+            columns = u[:, self.columns[i]:self.columns[i + 1]]
+            p = t._params_from(columns, image) if whole else t._program_params(columns, image)
+            factors.append(p["factors"])
+            orders.append(p["order"])
+            applies.append(p["apply"])
+        if self.offsets.device != image.device:
+            self.offsets = self.offsets.to(image.device)
+        if self.program_offsets.device != image.device:
+            self.program_offsets = self.program_offsets.to(image.device)
+        offsets = self.offsets if whole else self.program_offsets
+        return _params(torch.cat(factors, 1), torch.cat(orders, 1) + offsets,
+                       torch.cat(applies, 1) & (u[:, :1] < self.p))
+
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        return self._joined(u, image, True)
+
+    def _program_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        return self._joined(u, image, False)
+
+    def _affine_terms(self) -> List[List[float]]:
+        # the transforms' terms on their columns, every slot on the coin of column 0; transform
+        # i's keys k in [0, 1) become (i + k) / n, so that they run in turn and stay in [0, 1)
+        n = len(self.transforms)
+        terms: List[List[float]] = []
+        for i, t in enumerate(self.transforms):
+            for term in t._affine_terms():
+                factor, key = (c if c < 0 else c + self.columns[i] for c in (term[0], term[2]))
+                terms.append([factor, 0, key, term[3], term[4], self.p, (i + term[6]) / n,
+                              term[7] / n])
+        return terms
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+def _offsets(lengths: List[int]) -> torch.Tensor:
+    """Each slot's transform's first slot, for slots of transforms of ``lengths`` in turn."""
+    offsets: List[int] = []
+    for length in lengths:
+        offsets += [len(offsets)] * length
+    return torch.tensor(offsets, dtype=torch.long)
+
+
+def _check_transform(t: nn.Module) -> None:
+    if not isinstance(t, _Photometric) or isinstance(t, (Compose, RandomApply)):
+        raise TypeError("gpuaug.transforms.RandomApply: expected gpuaug.transforms' photometric "
+                        f"transforms or ColorAugment, got {type(t).__name__}")
+    if t.dtype is not None or t.mean is not None:
+        raise ValueError("gpuaug.transforms.RandomApply: a transform in it cannot convert the "
+                         "output: pass 'dtype', 'mean' and 'std' to a Compose around it")
+    if t.generator is not None:
+        raise ValueError(f"gpuaug.transforms.RandomApply: {type(t).__name__} has a generator of "
+                         "its own: give it to the RandomApply, which draws for its transforms")
+    for term in t._affine_terms():
+        if term[1] >= 0 and term[5] < 1.0:
+            raise ValueError(f"gpuaug.transforms.RandomApply: {type(t).__name__} has a p of its "
+                             f"own ({term[5]}), and each stage takes one coin: apply it with "
+                             "its own p beside the RandomApply, or give it p=1")
