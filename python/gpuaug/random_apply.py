@@ -103,7 +103,8 @@ def _offsets(lengths: List[int]) -> torch.Tensor:
 def _check_transform(t: nn.Module) -> None:
     if not isinstance(t, _Photometric) or isinstance(t, (Compose, RandomApply)):
         raise TypeError("gpuaug.transforms.RandomApply: expected gpuaug.transforms' photometric "
-                        f"transforms or ColorAugment, got {type(t).__name__}")
+                        f"transforms or ColorAugment, got {type(t).__name__} (torchvision's "
+                        "RandomApply takes any transform, with one coin a call)")
     if t.dtype is not None or t.mean is not None:
         raise ValueError("gpuaug.transforms.RandomApply: a transform in it cannot convert the "
                          "output: pass 'dtype', 'mean' and 'std' to a Compose around it")
