@@ -209,6 +209,7 @@ class _Photometric(TorchvisionInputs, nn.Module):
     mean: Optional[List[float]]
     std: Optional[List[float]]
     generator: Optional[torch.Generator]
+    description: str
 
     def __init__(self, stages: List[int], uniforms: int, generator: Optional[torch.Generator],
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
@@ -225,6 +226,17 @@ class _Photometric(TorchvisionInputs, nn.Module):
         self.mean = None if mean is None else [float(m) for m in mean]
         self.std = None if std is None else [float(s) for s in std]
         self.draws = []
+        self._describe([])
+
+    def _describe(self, arguments: List[str]) -> None:
+        """extra_repr's text: the constructor's arguments, then the output conversion's."""
+        conversion = [f"{name}={value}" for name, value in
+                      (("dtype", self.dtype), ("mean", self.mean), ("std", self.std))
+                      if value is not None]
+        self.description = ", ".join(arguments + conversion)
+
+    def extra_repr(self) -> str:
+        return self.description
 
     def _set_draws(self) -> None:
         # a subclass's last step: its constants are in place
@@ -292,6 +304,9 @@ class ColorJitter(_Photometric):
         super().__init__([Stage.BRIGHTNESS, Stage.CONTRAST, Stage.SATURATION, Stage.HUE],
                          2 * len(active), generator, dtype, mean, std)
         self.enabled = [r is not None for r in ranges]
+        self._describe([f"{name}={r}" for name, r in
+                        zip(("brightness", "contrast", "saturation", "hue"), ranges)
+                        if r is not None])
         self.program = [self.stages[k] for k in active]
         # rows: low, high - low, of the enabled adjustments, float32 values (see _in_ranges)
         lows = [ranges[k][0] for k in active]
@@ -342,12 +357,13 @@ class _RandomApply(_Photometric):
     """One stage with one factor, applied to each sample with probability p."""
 
     def __init__(self, stage: int, factor: float, p: float,
-                 generator: Optional[torch.Generator]) -> None:
+                 generator: Optional[torch.Generator], factor_name: str = "") -> None:
         super().__init__([stage], 1, generator)
         if not 0.0 <= p <= 1.0:
             raise ValueError("`p` should be a floating point value in the interval [0.0, 1.0].")
         self.p = float(p)
         self.factor = float(factor)
+        self._describe(([f"{factor_name}={factor}"] if factor_name else []) + [f"p={self.p}"])
         # the factor and the order of every sample: broadcast, not made anew per call
         self.register_buffer("factor_row", torch.tensor([float(factor)]), persistent=False)
         self.register_buffer("order_row", torch.zeros(1, dtype=torch.long), persistent=False)
@@ -379,7 +395,7 @@ class RandomSolarize(_RandomApply):
 
     def __init__(self, threshold: float, p: float = 0.5, *,
                  generator: Optional[torch.Generator] = None) -> None:
-        super().__init__(Stage.SOLARIZE, threshold, p, generator)
+        super().__init__(Stage.SOLARIZE, threshold, p, generator, "threshold")
 
     def _check(self, image: torch.Tensor) -> None:
         bound = 255.0 if image.dtype == torch.uint8 else 1.0
@@ -396,7 +412,7 @@ class RandomPosterize(_RandomApply):
         if not isinstance(bits, int) or not 0 <= bits <= 8:
             raise TypeError("bits must be a positive integer in the range [0, 8], got "
                             f"{bits} instead.")
-        super().__init__(Stage.POSTERIZE, bits, p, generator)
+        super().__init__(Stage.POSTERIZE, bits, p, generator, "bits")
 
 
 class RandomInvert(_RandomApply):
@@ -481,6 +497,9 @@ class _ColorAugmentStage(_Photometric):
         self.register_buffer("order_row", torch.arange(6), persistent=False)
         self._set_draws()
 
+    def _get_name(self) -> str:
+        return "ColorAugment"  # what it is to whoever prints the Compose
+
     def _check(self, image: torch.Tensor) -> None:
         if self.color_ranges == 3 and image.shape[-3] != 3:
             raise ValueError(f"ColorAugment: 3 colour ranges for an image of {image.shape[-3]} "
@@ -519,6 +538,9 @@ class RandomPhotometricDistort(_Photometric):
                           Stage.PERMUTE_CHANNELS], 11, generator)
         ranges = [brightness, contrast, saturation, hue]
         self.p = float(p)
+        self._describe([f"{name}={tuple(r)}" for name, r in
+                        zip(("brightness", "contrast", "saturation", "hue"), ranges)] +
+                       [f"p={self.p}"])
         # rows: low, high - low per slot, float32 values (see _in_ranges)
         self.register_buffer("constants", torch.tensor(
             [[float(r[0]) for r in ranges] + [0.0],
@@ -559,10 +581,12 @@ def _color_augment_stage(augment: nn.Module, owner: str = "Compose") -> _ColorAu
     if augment.dtype is not None or augment.mean is not None:
         raise ValueError(f"gpuaug.transforms.{owner}: the output conversion is the Compose's "
                          "own: pass 'dtype', 'mean' and 'std' to the Compose")
-    return _ColorAugmentStage(
+    stage = _ColorAugmentStage(
         augment.color_low, augment.color_high, [augment.brightness_low, augment.brightness_high],
         [augment.contrast_low, augment.contrast_high],
         [augment.log_gamma_low, augment.log_gamma_high], augment.p, augment.generator)
+    stage.description = augment.extra_repr()
+    return stage
 
 
 class Compose(_Photometric):

@@ -46,6 +46,7 @@ class RandomApply(_Photometric):
         self.register_buffer("program_offsets", _offsets([len(t.program) for t in transforms]),
                              persistent=False)
         self._set_draws()
+        self._describe([f"p={self.p}"])
 
     def _check(self, image: torch.Tensor) -> None:
         for t in self.transforms:
@@ -87,9 +88,6 @@ class RandomApply(_Photometric):
                 terms.append([factor, 0, key, term[3], term[4], self.p, (i + term[6]) / n,
                               term[7] / n])
         return terms
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}"
 
 
 def _offsets(lengths: List[int]) -> torch.Tensor:

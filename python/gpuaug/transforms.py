@@ -148,7 +148,10 @@ class ColorAugment(TorchvisionInputs, nn.Module):
     def extra_repr(self) -> str:
         color = [(lo, hi) for lo, hi in zip(self.color_low, self.color_high)]
         gamma = (math.exp(self.log_gamma_low), math.exp(self.log_gamma_high))
+        conversion = [f", {name}={value}" for name, value in
+                      (("dtype", self.dtype), ("mean", self.mean), ("std", self.std))
+                      if value is not None]
         return (f"color={color[0] if len(color) == 1 else color}, "
                 f"brightness={(self.brightness_low, self.brightness_high)}, "
-                f"contrast={(self.contrast_low, self.contrast_high)}, gamma={gamma}, p={self.p}, "
-                f"dtype={self.dtype}, mean={self.mean}, std={self.std}")
+                f"contrast={(self.contrast_low, self.contrast_high)}, gamma={gamma}, p={self.p}"
+                + "".join(conversion))

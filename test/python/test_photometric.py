@@ -357,6 +357,29 @@ def test_params_without_a_key(make):
         torch.jit.script(make())(image, target)
 
 
+def test_repr():
+    """Printed, a transform shows its arguments as torchvision's does, and a Compose its
+    conversion."""
+    compose = T.Compose([T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
+                         T.RandomSolarize(128.0), T.RandomPosterize(4, p=0.3),
+                         T.RandomPhotometricDistort(), T.ColorAugment(p=0.5)],
+                        dtype=torch.float32, mean=[0.5], std=[0.25])
+    text = repr(compose)
+    for part in ["Compose(\n  dtype=torch.float32, mean=[0.5], std=[0.25]\n",
+                 "RandomApply(\n      p=0.8\n",
+                 "ColorJitter(brightness=(0.6, 1.4), contrast=(0.6, 1.4), saturation=(0.8, 1.2), "
+                 "hue=(-0.1, 0.1))",
+                 "RandomSolarize(threshold=128.0, p=0.5)", "RandomPosterize(bits=4, p=0.3)",
+                 "RandomPhotometricDistort(brightness=(0.875, 1.125), contrast=(0.5, 1.5), "
+                 "saturation=(0.5, 1.5), hue=(-0.05, 0.05), p=0.5)",
+                 "ColorAugment(color=(0.8, 1.2), brightness=(-0.1, 0.1), contrast=(0.8, 1.2), "
+                 "gamma=(0.8, 1.25), p=0.5)"]:
+        assert part in text, (part, text)
+    assert repr(T.RandomInvert()) == "RandomInvert(p=0.5)"
+    assert repr(T.ColorJitter(hue=0.2, dtype=torch.float16)) == (
+        "ColorJitter(hue=(-0.2, 0.2), dtype=torch.float16)")
+
+
 def test_color_augment_compose_errors():
     with pytest.raises(ValueError, match="the output conversion is the Compose's own"):
         T.Compose([T.ColorAugment(dtype=torch.float32)])
