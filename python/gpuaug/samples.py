@@ -37,7 +37,9 @@ def _is_params(x: Any) -> bool:
 
 def _is_plain_call(inputs: Tuple[Any, ...], kwargs: Dict[str, Any]) -> bool:
     """``t(image)`` or ``t(image, params)`` with a plain tensor: the module's own call."""
-    if not inputs or not isinstance(inputs[0], torch.Tensor) or _is_tv_tensor(inputs[0]):
+    if not inputs:
+        return True  # forward's own error
+    if not isinstance(inputs[0], torch.Tensor) or _is_tv_tensor(inputs[0]):
         return False
     return len(inputs) == 1 or (len(inputs) == 2 and (inputs[1] is None or _is_params(inputs[1])))
 
@@ -116,6 +118,11 @@ class TorchvisionInputs:
         leaves, spec = pytree.tree_flatten(inputs if len(inputs) > 1 else inputs[0])
         kinds = [_kind(leaf) for leaf in leaves]
         targets = _images(kinds)
+        if not targets:  # torchvision passes it all through; an array, say, would come back as is
+            found = [type(leaf).__name__ for leaf in leaves]
+            raise TypeError(f"gpuaug.transforms.{name}: found no image in the input: expected "
+                            "a tensor, a tv_tensors.Image or Video, or a PIL image, or a sample "
+                            f"(tuple, list, dict) holding one; got {found}")
         batches = [_as_batch(name, leaves[i], kinds[i]) for i in targets]
         if params is None and len(batches) > 1:  # one draw for them all
             counts = [1 if b.dim() == 3 else b.shape[0] for b in batches]

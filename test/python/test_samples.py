@@ -142,3 +142,15 @@ def test_unexpected_keyword():
     with pytest.raises(TypeError, match=r"gpuaug.transforms.RandomInvert: unexpected keyword "
                        r"arguments \['flip'\]"):
         T.RandomInvert()(tv_tensors.Image(image_of([3, 4, 4], "cpu", seed=10)), flip=True)
+
+
+def test_no_image():
+    """Where torchvision would hand the input back untouched, a clear error: an array, say."""
+    numpy = pytest.importorskip("numpy")
+    with pytest.raises(TypeError, match=r"gpuaug.transforms.ColorJitter: found no image in the "
+                       r"input: expected a tensor, .*; got \['ndarray'\]"):
+        T.ColorJitter(0.4)(numpy.zeros((8, 8, 3), dtype=numpy.uint8))
+    with pytest.raises(TypeError, match=r"found no image in the input: .*; got \['int', 'str'\]"):
+        T.RandomInvert()({"label": 3, "name": "cat"})
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        T.RandomInvert()()
