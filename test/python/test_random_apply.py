@@ -92,3 +92,23 @@ def test_errors():
         T.RandomApply([T.ColorAugment(dtype=torch.float32)])
     with pytest.raises(ValueError, match=r"`p` should be a floating point value in the interval"):
         T.RandomApply([T.ColorJitter(0.4)], p=1.5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compiled_inside_a_model(device, fresh_dynamo):
+    """torch.compile(fullgraph=True) traces a transform's call inside a model (its __call__ takes
+    the module's own call while compiling): no graph break, the draws replayed alike."""
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.augment = T.Compose([T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
+                                      T.RandomGrayscale(0.2)], dtype=torch.float32)
+
+        def forward(self, x, params):
+            return self.augment(x, params) * 2
+
+    model = Model()
+    image = image_of([4, 3, 8, 8], device, seed=11)
+    params = model.augment.sample_params(image)
+    compiled = torch.compile(model, fullgraph=True)
+    assert torch.equal(compiled(image, params), model(image, params))

@@ -154,3 +154,4 @@ def test_no_image():
         T.RandomInvert()({"label": 3, "name": "cat"})
     with pytest.raises(TypeError, match="missing 1 required positional argument"):
         T.RandomInvert()()
+
