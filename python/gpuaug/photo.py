@@ -169,6 +169,22 @@ def _params(factors: torch.Tensor, order: torch.Tensor,
     return {"factors": factors, "order": order, "apply": apply}
 
 
+def _concatenated(parts: List[Dict[str, torch.Tensor]],
+                  offsets: torch.Tensor) -> Dict[str, torch.Tensor]:
+    """The params of transforms that run one after the other: their slots side by side, each
+    order shifted by ``offsets`` (per slot, its transform's first slot)."""
+    return _params(torch.cat([p["factors"] for p in parts], 1),
+                   torch.cat([p["order"] for p in parts], 1) + offsets,
+                   torch.cat([p["apply"] for p in parts], 1))
+
+
+def _conversion_arguments(dtype: Optional[torch.dtype], mean: Optional[List[float]],
+                          std: Optional[List[float]]) -> List[str]:
+    """An output conversion as printed arguments: those given."""
+    return [f"{name}={value}" for name, value in (("dtype", dtype), ("mean", mean), ("std", std))
+            if value is not None]
+
+
 def _drawn_terms(terms: List[List[float]], first_column: int,
                  key_offset: float) -> List[List[float]]:
     """Each slot's eight values of the op's long-form factor_ranges, from its
@@ -230,10 +246,8 @@ class _Photometric(TorchvisionInputs, nn.Module):
 
     def _describe(self, arguments: List[str]) -> None:
         """extra_repr's text: the constructor's arguments, then the output conversion's."""
-        conversion = [f"{name}={value}" for name, value in
-                      (("dtype", self.dtype), ("mean", self.mean), ("std", self.std))
-                      if value is not None]
-        self.description = ", ".join(arguments + conversion)
+        self.description = ", ".join(
+            arguments + _conversion_arguments(self.dtype, self.mean, self.std))
 
     def extra_repr(self) -> str:
         return self.description
@@ -669,17 +683,9 @@ class Compose(_Photometric):
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         if self.offsets.device != image.device:
             self.offsets = self.offsets.to(image.device)
-        factors: List[torch.Tensor] = []
-        orders: List[torch.Tensor] = []
-        applies: List[torch.Tensor] = []
         u = self._uniforms(image)
-        for i, t in enumerate(self.transforms):
-            p = t._program_params(u[:, self.columns[i]:self.columns[i + 1]], image)
-            factors.append(p["factors"])
-            orders.append(p["order"])
-            applies.append(p["apply"])
-        return _params(torch.cat(factors, 1), torch.cat(orders, 1) + self.offsets,
-                       torch.cat(applies, 1))
+        return _concatenated([t._program_params(u[:, self.columns[i]:self.columns[i + 1]], image)
+                              for i, t in enumerate(self.transforms)], self.offsets)
 
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:

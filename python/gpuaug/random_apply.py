@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
-from .photo import Compose, _color_augment_stage, _params, _Photometric
+from .photo import Compose, _color_augment_stage, _concatenated, _params, _Photometric
 
 
 class RandomApply(_Photometric):
@@ -54,22 +54,17 @@ class RandomApply(_Photometric):
 
     def _joined(self, u: torch.Tensor, image: torch.Tensor,
                 whole: bool) -> Dict[str, torch.Tensor]:
-        factors: List[torch.Tensor] = []
-        orders: List[torch.Tensor] = []
-        applies: List[torch.Tensor] = []
+        parts: List[Dict[str, torch.Tensor]] = []
         for i, t in enumerate(self.transforms):
             columns = u[:, self.columns[i]:self.columns[i + 1]]
-            p = t._params_from(columns, image) if whole else t._program_params(columns, image)
-            factors.append(p["factors"])
-            orders.append(p["order"])
-            applies.append(p["apply"])
+            parts.append(t._params_from(columns, image) if whole
+                         else t._program_params(columns, image))
         if self.offsets.device != image.device:
             self.offsets = self.offsets.to(image.device)
         if self.program_offsets.device != image.device:
             self.program_offsets = self.program_offsets.to(image.device)
-        offsets = self.offsets if whole else self.program_offsets
-        return _params(torch.cat(factors, 1), torch.cat(orders, 1) + offsets,
-                       torch.cat(applies, 1) & (u[:, :1] < self.p))
+        joined = _concatenated(parts, self.offsets if whole else self.program_offsets)
+        return _params(joined["factors"], joined["order"], joined["apply"] & (u[:, :1] < self.p))
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         return self._joined(u, image, True)

@@ -8,7 +8,7 @@ from torch import nn
 
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
-                    RandomPosterize, RandomSolarize, _check_params)
+                    RandomPosterize, RandomSolarize, _check_params, _conversion_arguments)
 from .random_apply import RandomApply
 from .samples import TorchvisionInputs
 
@@ -148,10 +148,8 @@ class ColorAugment(TorchvisionInputs, nn.Module):
     def extra_repr(self) -> str:
         color = [(lo, hi) for lo, hi in zip(self.color_low, self.color_high)]
         gamma = (math.exp(self.log_gamma_low), math.exp(self.log_gamma_high))
-        conversion = [f", {name}={value}" for name, value in
-                      (("dtype", self.dtype), ("mean", self.mean), ("std", self.std))
-                      if value is not None]
-        return (f"color={color[0] if len(color) == 1 else color}, "
-                f"brightness={(self.brightness_low, self.brightness_high)}, "
-                f"contrast={(self.contrast_low, self.contrast_high)}, gamma={gamma}, p={self.p}"
-                + "".join(conversion))
+        return ", ".join([f"color={color[0] if len(color) == 1 else color}",
+                          f"brightness={(self.brightness_low, self.brightness_high)}",
+                          f"contrast={(self.contrast_low, self.contrast_high)}",
+                          f"gamma={gamma}", f"p={self.p}"]
+                         + _conversion_arguments(self.dtype, self.mean, self.std))
