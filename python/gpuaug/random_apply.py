@@ -26,6 +26,11 @@ class RandomApply(_Photometric):
                  generator: Optional[torch.Generator] = None) -> None:
         if not 0.0 <= p <= 1.0:
             raise ValueError("`p` should be a floating point value in the interval [0.0, 1.0].")
+        if not isinstance(transforms, (Sequence, nn.ModuleList)):
+            raise TypeError("gpuaug.transforms.RandomApply: expected 'transforms' as a sequence "
+                            f"of transforms or an nn.ModuleList, got {type(transforms).__name__}")
+        if len(transforms) == 0:
+            raise ValueError("gpuaug.transforms.RandomApply: expected at least one transform")
         from .transforms import ColorAugment  # which imports this module
         transforms = [_color_augment_stage(t, "RandomApply") if isinstance(t, ColorAugment)
                       else t for t in transforms]
@@ -40,7 +45,8 @@ class RandomApply(_Photometric):
         self.columns = [1]
         for t in transforms:
             self.columns.append(self.columns[-1] + t.uniforms)
-        # each slot's offset in the whole (full) program: a transform's order indexes its own
+        # each slot's transform's first slot, in the stages and in the program: a transform's
+        # order indexes its own slots
         self.register_buffer("offsets", _offsets([len(t.stages) for t in transforms]),
                              persistent=False)
         self.register_buffer("program_offsets", _offsets([len(t.program) for t in transforms]),

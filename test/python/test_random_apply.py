@@ -90,6 +90,11 @@ def test_errors():
         T.RandomApply([T.ColorJitter(0.4, dtype=torch.float32)])
     with pytest.raises(ValueError, match=r"RandomApply: the output conversion is the Compose's"):
         T.RandomApply([T.ColorAugment(dtype=torch.float32)])
+    with pytest.raises(TypeError, match=r"RandomApply: expected 'transforms' as a sequence of "
+                       r"transforms or an nn.ModuleList, got ColorJitter"):
+        T.RandomApply(T.ColorJitter(0.4))
+    with pytest.raises(ValueError, match="RandomApply: expected at least one transform"):
+        T.RandomApply([])
     with pytest.raises(ValueError, match=r"`p` should be a floating point value in the interval"):
         T.RandomApply([T.ColorJitter(0.4)], p=1.5)
 
