@@ -1,5 +1,6 @@
 """examples/cpp built against the installed package: the LLTM training program's loss falls, and
-a TorchScript model using gpuaug.nn.LLTM, saved from Python, runs from C++ with Python's results."""
+TorchScript models saved from Python (one using gpuaug.nn.LLTM, gpuaug.transforms' pipelines) run
+from C++ with Python's results."""
 import pathlib
 import re
 import shutil
@@ -72,6 +73,41 @@ def test_scripted_model_runs_from_cpp(programs, tmp_path, device):
     assert h.device.type == device
     torch.testing.assert_close(h, expected_h, rtol=0, atol=0)
     torch.testing.assert_close(c, expected_c, rtol=0, atol=0)
+
+
+def run_scripted(programs, tmp_path, model, inputs, *seed):
+    torch.jit.save(model, str(tmp_path / "model.pt"))
+    torch.save(inputs, tmp_path / "inputs.pt")
+    result = subprocess.run([str(programs / "gpuaug_run_scripted"), str(tmp_path / "model.pt"),
+                             str(tmp_path / "inputs.pt"), str(tmp_path / "outputs.pt"),
+                             *map(str, seed)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return torch.load(tmp_path / "outputs.pt")
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")   # TorchScript is deprecated
+@pytest.mark.parametrize("device", DEVICES)
+def test_scripted_transforms_run_from_cpp(programs, tmp_path, device):
+    """A self-supervised colour pipeline, replaying Python's params (a Dict[str, Tensor]
+    argument) and drawing its own from a seed, as Python does from the same seed."""
+    if device == "cuda" and not gpuaug._build_info.with_cuda:
+        pytest.skip("gpuaug was built without CUDA")
+    T = gpuaug.transforms
+    pipeline = T.Compose([T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
+                          T.RandomGrayscale(0.2)],
+                         dtype=torch.float32, mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    scripted = torch.jit.script(pipeline)
+    image = torch.randint(0, 256, (16, 3, 20, 30), dtype=torch.uint8, device=device)
+    params = pipeline.sample_params(image)
+    replayed = run_scripted(programs, tmp_path, scripted, (image, params))
+    assert replayed.device.type == device
+    torch.testing.assert_close(replayed, pipeline(image, params), rtol=0, atol=0)
+
+    drawn = run_scripted(programs, tmp_path, scripted, (image,), 7)
+    torch.manual_seed(7)
+    expected = pipeline(image)
+    torch.testing.assert_close(drawn, expected, rtol=0, atol=0)
+    assert not torch.equal(expected, pipeline(image, params))
 
 
 def test_run_scripted_usage(programs):
