@@ -143,3 +143,19 @@ def test_steady_stream_is_the_pace_of_calls():
 
     steady = harness.timed(host_then_gpu, [()], device, warmup=2, runs=9, hold_gpu=False)
     assert 0.9 <= steady.gpu_ms < 1.3
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if CUDA else []))
+def test_compiled_contender_computes_colorjitter(device):
+    """The torch.compile contender does the work it is timed for: gpuaug's result for the same
+    factors in its fixed order, but for a rare uint8 rounding (its float32 mean, its blends
+    unfused)."""
+    from gpuaug import transforms as T
+    from gpuaug.benchmark.photometric_compiled import jitter
+    image = torch.randint(0, 256, (32, 3, 37, 41), dtype=torch.uint8, device=device)
+    t = T.ColorJitter(0.4, 0.4, 0.4, 0.1)
+    params = t.sample_params(image)
+    params["order"] = torch.arange(4, device=device).expand(32, 4).contiguous()
+    difference = (t(image, params).int() - jitter(image, params["factors"]).int()).abs()
+    assert difference.max() <= 1
+    assert (difference > 0).float().mean() < 1e-3

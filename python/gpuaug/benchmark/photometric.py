@@ -11,7 +11,9 @@ the conversion there. The same without contrast runs one pass. The batch shrinks
 per batch): their times are means over a seeded sequence. ColorAugment inside the jitter's
 Compose is set against gpuaug's two calls one after the other. The self-supervised recipes'
 colour augmentation (RandomApply of ColorJitter, p = 0.8, then RandomGrayscale, p = 0.2) is set
-against torchvision's (coins per batch) and Kornia's (per sample).
+against torchvision's (coins per batch) and Kornia's (per sample). Per-sample ColorJitter is
+also set against torch.compile of torchvision's formulas with per-sample factors
+(photometric_compiled.py).
 """
 
 from typing import Callable, Optional
@@ -20,6 +22,7 @@ import torch
 
 from .. import transforms as T
 from .harness import Case, register
+from .photometric_compiled import per_sample_jitter_normalize
 
 DEFAULT_SIZE = 2**28
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -174,6 +177,11 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         if baseline is not None:
             result.append(Case("photometric jitter u8->f32", shape, u8, image_inputs(shape, device),
                                jitter, baseline, label, two_pass))
+    # what a user would build without gpuaug: per-sample factors on torchvision's formulas,
+    # compiled (one fixed order)
+    result.append(Case("photometric jitter per sample u8->f32", shape, u8,
+                       image_inputs(shape, device), jitter, per_sample_jitter_normalize(MEAN, STD),
+                       "torch.compile per-sample ColorJitter+Normalize (fixed order)", two_pass))
     # channels_last in and out: the same op alone, and against PyTorch's bare conversion there
     result.append(Case("photometric jitter u8->f32 op, channels_last", shape, u8,
                        channels_last(jitter_inputs(shape, device, jitter)), jitter,
