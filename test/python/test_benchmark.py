@@ -159,3 +159,13 @@ def test_compiled_contender_computes_colorjitter(device):
     difference = (t(image, params).int() - jitter(image, params["factors"]).int()).abs()
     assert difference.max() <= 1
     assert (difference > 0).float().mean() < 1e-3
+
+
+@pytest.mark.skipif(not CUDA, reason="the training step report runs on CUDA")
+def test_training_step_report_times_every_contender(monkeypatch):
+    pytest.importorskip("torchvision")
+    from gpuaug.benchmark import photometric_step
+    monkeypatch.setattr(photometric_step, "BATCH", 8)
+    rows = {row["name"]: row["value"] for row in photometric_step.resnet18_step(torch.device("cuda"))}
+    for contender in ["gpuaug", "torch.compile per-sample", "torchvision"]:
+        assert rows[f"ResNet-18 bf16 step with {contender} ColorJitter+Normalize"] > 0

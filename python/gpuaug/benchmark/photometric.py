@@ -60,12 +60,14 @@ def channels_last(make):
     return make_channels_last
 
 
-def torchvision_jitter_normalize(*jitter_args) -> Optional[Callable]:
+def torchvision_jitter_normalize(brightness: float, contrast: float, saturation: float,
+                                 hue: float) -> Optional[Callable]:
     try:
         from torchvision.transforms import v2
     except ImportError:
         return None
-    pipeline = v2.Compose([v2.ColorJitter(*jitter_args), v2.ToDtype(torch.float32, scale=True),
+    jitter = v2.ColorJitter(brightness, contrast, saturation, hue)
+    pipeline = v2.Compose([jitter, v2.ToDtype(torch.float32, scale=True),
                            v2.Normalize(MEAN, STD)])
     return lambda x, *rest: pipeline(x)
 
