@@ -46,4 +46,5 @@ endfunction()
 run_program(gpuaug_example)
 run_program(gpuaug_by_name)
 run_program(gpuaug_train_lltm)   # fails unless the loss falls
-# gpuaug_run_scripted needs a model saved from Python: test/python/test_cpp_examples.py runs it.
+# gpuaug_run_scripted and gpuaug_run_aoti need a model saved from Python:
+# test/python/test_cpp_examples.py runs them.
