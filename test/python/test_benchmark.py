@@ -149,7 +149,7 @@ def test_steady_stream_is_the_pace_of_calls():
 def test_compiled_contender_computes_colorjitter(device):
     """The torch.compile contender does the work it is timed for: gpuaug's result for the same
     factors in its fixed order, but for a rare uint8 rounding (its float32 mean, its blends
-    unfused)."""
+    unfused), which a later stage's factor (up to 1.4) can make 2 (the H200, once)."""
     from gpuaug import transforms as T
     from gpuaug.benchmark.photometric_compiled import jitter
     image = torch.randint(0, 256, (32, 3, 37, 41), dtype=torch.uint8, device=device)
@@ -157,7 +157,7 @@ def test_compiled_contender_computes_colorjitter(device):
     params = t.sample_params(image)
     params["order"] = torch.arange(4, device=device).expand(32, 4).contiguous()
     difference = (t(image, params).int() - jitter(image, params["factors"]).int()).abs()
-    assert difference.max() <= 1
+    assert difference.max() <= 2
     assert (difference > 0).float().mean() < 1e-3
 
 
