@@ -16,7 +16,7 @@
 // reduction of the mean's gradient (each pixel back to its contrast step), then one kernel that
 // takes each pixel back through every step (kernels/photometric_grad.h).
 // Built with --fmad=false: torchvision rounds after each multiply and add, and so does this file,
-// except where torch itself fuses (its add with alpha, spelled std::fma in photometric_math.h).
+// except where torch itself fuses (its add with alpha, spelled std::fma in photometric_values.h).
 // Its parts: photometric_pixels.cuh (a thread's pixels in and out), photometric_block.cuh (the
 // program's decoding and the statistics), photometric_resident.cuh (the resident kernel); here,
 // the two-pass kernels, the backward and the launches.
