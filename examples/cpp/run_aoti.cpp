@@ -7,24 +7,13 @@
 // The package's code calls gpuaug's operators through the dispatcher: linking gpuaug::gpuaug
 // registers them.
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
-#include <torch/serialize.h>
 #include <torch/utils.h>
 
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <string>
 #include <vector>
 
-namespace {
-
-std::vector<char> read_file(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(std::string("cannot read ") + path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-}  // namespace
+#include "pickled_files.h"
 
 int main(int argc, char** argv) {
   if (argc != 4 && argc != 5) {
@@ -34,15 +23,14 @@ int main(int argc, char** argv) {
   try {
     if (argc == 5) torch::manual_seed(std::stoull(argv[4]));
     torch::inductor::AOTIModelPackageLoader package(argv[1]);
-    const c10::IValue inputs = torch::pickle_load(read_file(argv[2]));
+    const c10::IValue inputs = read_pickled(argv[2]);
     if (!inputs.isList()) throw std::runtime_error("INPUTS.pt must hold a list of tensors");
     std::vector<at::Tensor> tensors;
     for (const c10::IValue& input : inputs.toListRef()) tensors.push_back(input.toTensor());
     const std::vector<at::Tensor> outputs = package.run(tensors);
     // a tuple: torch.load reads it as is (a tensor list pickles as a TorchScript type)
-    const std::vector<char> bytes =
-        torch::pickle_save(c10::ivalue::Tuple::create(std::vector<c10::IValue>(outputs.begin(), outputs.end())));
-    std::ofstream(argv[3], std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+    write_pickled(argv[3], c10::ivalue::Tuple::create(
+                               std::vector<c10::IValue>(outputs.begin(), outputs.end())));
     std::cout << "ran " << argv[1] << ": " << tensors.size() << " inputs, " << outputs.size()
               << " outputs\n";
   } catch (const std::exception& e) {

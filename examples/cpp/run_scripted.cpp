@@ -7,22 +7,15 @@
 // fresh draws) are the ones Python's would be.
 // Linking gpuaug::gpuaug registers the operators the model calls.
 #include <torch/script.h>
-#include <torch/serialize.h>
 #include <torch/utils.h>
 
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <string>
 #include <vector>
 
-namespace {
+#include "pickled_files.h"
 
-std::vector<char> read_file(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(std::string("cannot read ") + path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+namespace {
 
 // `value` with the containers `type` declares: pickle_load gives dicts and lists of Any, which
 // forward's argument check refuses where it declares, say, Dict[str, Tensor].
@@ -68,7 +61,7 @@ int main(int argc, char** argv) {
     if (argc == 5) torch::manual_seed(std::stoull(argv[4]));
     torch::jit::script::Module model = torch::jit::load(argv[1]);
     model.eval();
-    const c10::IValue inputs = torch::pickle_load(read_file(argv[2]));
+    const c10::IValue inputs = read_pickled(argv[2]);
     if (!inputs.isTuple()) throw std::runtime_error("INPUTS.pt must hold a tuple of arguments");
     const auto& elements = inputs.toTupleRef().elements();
     // forward's schema: self, then its arguments
@@ -79,8 +72,7 @@ int main(int argc, char** argv) {
                                                   : elements[i]);
     }
     const c10::IValue output = model.forward(arguments);
-    const std::vector<char> bytes = torch::pickle_save(output);
-    std::ofstream(argv[3], std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+    write_pickled(argv[3], output);
     std::cout << "ran " << argv[1] << " on " << elements.size() << " arguments\n";
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
