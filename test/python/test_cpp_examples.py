@@ -41,6 +41,16 @@ def test_training_program_loss_falls(programs):
     assert len(losses) >= 6 and losses[-1] < 0.5 * losses[0], result.stdout
 
 
+def run_scripted(programs, tmp_path, model, inputs, *seed):
+    torch.jit.save(model, str(tmp_path / "model.pt"))
+    torch.save(inputs, tmp_path / "inputs.pt")
+    result = subprocess.run([str(programs / "gpuaug_run_scripted"), str(tmp_path / "model.pt"),
+                             str(tmp_path / "inputs.pt"), str(tmp_path / "outputs.pt"),
+                             *map(str, seed)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return torch.load(tmp_path / "outputs.pt")
+
+
 class Sequence(torch.nn.Module):
     """An LLTM run over a sequence [T, B, I] from a given state; returns the last state."""
 
@@ -63,13 +73,7 @@ def test_scripted_model_runs_from_cpp(programs, tmp_path, device):
     model = Sequence().to(device)
     inputs = (torch.randn(6, 3, 5, device=device),
               (torch.randn(3, 12, device=device), torch.randn(3, 12, device=device)))
-    torch.jit.save(torch.jit.script(model), str(tmp_path / "model.pt"))
-    torch.save(inputs, tmp_path / "inputs.pt")
-    result = subprocess.run([str(programs / "gpuaug_run_scripted"), str(tmp_path / "model.pt"),
-                             str(tmp_path / "inputs.pt"), str(tmp_path / "outputs.pt")],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    h, c = torch.load(tmp_path / "outputs.pt")
+    h, c = run_scripted(programs, tmp_path, torch.jit.script(model), inputs)
     expected_h, expected_c = model(*inputs)
     assert h.device.type == device
     torch.testing.assert_close(h, expected_h, rtol=0, atol=0)
@@ -86,16 +90,6 @@ def self_supervised_pipeline(dtype=torch.float32):
 # PyTorch 2.11's AOTInductor passes an extern op's ScalarType argument as its serialized number
 # read as c10's (pytorch/pytorch#169157, fixed for 2.12): dtype=torch.float32 arrives as float64.
 AOTI_DTYPE_ARGUMENTS = tuple(int(v) for v in torch.__version__.split(".")[:2]) >= (2, 12)
-
-
-def run_scripted(programs, tmp_path, model, inputs, *seed):
-    torch.jit.save(model, str(tmp_path / "model.pt"))
-    torch.save(inputs, tmp_path / "inputs.pt")
-    result = subprocess.run([str(programs / "gpuaug_run_scripted"), str(tmp_path / "model.pt"),
-                             str(tmp_path / "inputs.pt"), str(tmp_path / "outputs.pt"),
-                             *map(str, seed)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return torch.load(tmp_path / "outputs.pt")
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")   # TorchScript is deprecated
