@@ -161,6 +161,40 @@ def test_compiled_contender_computes_colorjitter(device):
     assert (difference > 0).float().mean() < 1e-3
 
 
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if CUDA else []))
+def test_dali_contender_normalizes_and_brightens_per_sample(device):
+    """The DALI contender does the work it is timed for: its source's batches, in turn, as
+    normalised float32 CHW; with a brightness range, each sample scaled by its own factor."""
+    pytest.importorskip("nvidia.dali")
+    from gpuaug.benchmark.photometric_dali import SOURCE_BATCHES, DaliJitterNormalize
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    scale = torch.tensor(std, dtype=torch.float64).view(3, 1, 1) * 255
+    shift = torch.tensor(mean, dtype=torch.float64).view(3, 1, 1) * 255
+    image = torch.empty(6, 3, 20, 28, dtype=torch.uint8, device=device)
+
+    def sources(contender):  # what each call reads, [N, C, H, W] float64
+        return [torch.as_tensor(b).cpu().permute(0, 3, 1, 2).double() for b in contender.batches]
+
+    plain = DaliJitterNormalize(0, 0, 0, 0, mean, std)
+    outputs = [plain(image) for _ in range(SOURCE_BATCHES + 1)]
+    for out, source in zip(outputs, sources(plain) + sources(plain)[:1]):
+        assert out.shape == image.shape and out.dtype == torch.float32
+        assert out.device == image.device
+        torch.testing.assert_close(out.cpu().double(), (source - shift) / scale, rtol=0, atol=1e-5)
+
+    bright = DaliJitterNormalize(0.4, 0, 0, 0, mean, std)
+    out = bright(image).cpu().double() * scale + shift  # the twisted uint8 values
+    source = sources(bright)[0]
+    factors = []
+    for x, y in zip(source, out):
+        inside = (x > 20) & (y < 250)  # away from the clamp, and large enough to read a ratio
+        factor = (y[inside] / x[inside]).median()
+        assert 0.6 - 0.02 <= factor <= 1.4 + 0.02
+        assert ((x * factor).clamp(0, 255) - y).abs().max() <= 1.5
+        factors.append(float(factor))
+    assert max(factors) - min(factors) > 0.05, factors
+
+
 @pytest.mark.skipif(not CUDA, reason="the training step report runs on CUDA")
 def test_training_step_report_times_every_contender(monkeypatch):
     pytest.importorskip("torchvision")

@@ -15,7 +15,7 @@ from . import harness
 
 # The packages of the baselines: a case whose baseline's package does not import is left out, so
 # the run says which are missing rather than leaving a row silently absent.
-BASELINE_PACKAGES = ("torchvision", "kornia")
+BASELINE_PACKAGES = ("torchvision", "kornia", "nvidia.dali")
 
 
 def importable(package: str) -> bool:

@@ -13,7 +13,7 @@ Compose is set against gpuaug's two calls one after the other. The self-supervis
 colour augmentation (RandomApply of ColorJitter, p = 0.8, then RandomGrayscale, p = 0.2) is set
 against torchvision's (coins per batch) and Kornia's (per sample). Per-sample ColorJitter is
 also set against torch.compile of torchvision's formulas with per-sample factors
-(photometric_compiled.py).
+(photometric_compiled.py) and against NVIDIA DALI's colour twist (photometric_dali.py).
 """
 
 from typing import Callable, Optional
@@ -23,6 +23,7 @@ import torch
 from .. import transforms as T
 from .harness import Case, register
 from .photometric_compiled import per_sample_jitter_normalize
+from .photometric_dali import dali_jitter_normalize
 
 DEFAULT_SIZE = 2**28
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
@@ -184,6 +185,14 @@ def cases(numel: int, device: torch.device) -> list[Case]:
     result.append(Case("photometric jitter per sample u8->f32", shape, u8,
                        image_inputs(shape, device), jitter, per_sample_jitter_normalize(MEAN, STD),
                        "torch.compile per-sample ColorJitter+Normalize (fixed order)", two_pass))
+    # DALI, prefetching, read through its PyTorch iterator: both sides at the pace of a steady
+    # stream of calls (host included), gpuaug's with its draws, on interleaved (HWC) images
+    baseline = dali_jitter_normalize(0.4, 0.4, 0.4, 0.1, MEAN, STD)
+    if baseline is not None:
+        result.append(Case("photometric jitter u8->f32, channels_last, steady", shape, u8,
+                           channels_last(image_inputs(shape, device)), jitter, baseline,
+                           "DALI color_twist+crop_mirror_normalize (per sample)", two_pass,
+                           hold_gpu=False))
     # channels_last in and out: the same op alone, and against PyTorch's bare conversion there
     result.append(Case("photometric jitter u8->f32 op, channels_last", shape, u8,
                        channels_last(jitter_inputs(shape, device, jitter)), jitter,
