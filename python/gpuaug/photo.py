@@ -7,7 +7,7 @@ on the image's device (no host synchronisation, so a transform runs inside a CUD
 ``forward(image, params)`` replays them. :class:`Compose` concatenates the programs of several
 transforms into one call of the op: one element-wise pass over the batch, plus one reduction pass
 when the program has a reduction stage (contrast or autocontrast; a histogram pass for equalize);
-a Compose with several of those makes one call per reduction stage.
+a Compose (or RandomApply) with several of those makes one call per reduction stage.
 """
 
 import numbers
@@ -197,6 +197,36 @@ def _drawn_terms(terms: List[List[float]], first_column: int,
              key_offset + t[6], float(t[7])] for t in terms]
 
 
+def _set_nesting(module: nn.Module, nesting: List[List[float]]) -> None:
+    """A transform's ``nesting`` ([column, coin column, coin bound] rows) and the buffers
+    ``_nested`` reads: for each column of its uniforms, the column of the coin it nests in (its
+    own where none) and that coin's bound (2: none)."""
+    module.nesting = nesting
+    outer, bounds = list(range(module.uniforms)), [2.0] * module.uniforms
+    for column, coin, bound in nesting:
+        outer[int(column)], bounds[int(column)] = int(coin), bound
+    module.register_buffer("nest_outer", torch.tensor(outer, dtype=torch.long), persistent=False)
+    module.register_buffer("nest_bounds", torch.tensor(bounds, dtype=torch.float32),
+                           persistent=False)
+
+
+def _call_bounds(units: List[List[int]]) -> List[int]:
+    """The op's calls for ``units`` (stage lists that run one after the other, each in one
+    call): the first slot of each call, then the slot count. A call takes one reduction stage
+    (contrast, autocontrast, equalize) at most, since the stages after it need the image as it
+    leaves them; a unit holds one at most."""
+    bounds, reductions, slots = [0], 0, 0
+    for unit in units:
+        own = sum(1 for s in unit if s in _REDUCTIONS)
+        if reductions + own > 1 and slots > bounds[-1]:
+            bounds.append(slots)
+            reductions = 0
+        reductions += own
+        slots += len(unit)
+    bounds.append(slots)
+    return bounds
+
+
 def _ranges_of(slots: List[List[float]]) -> List[float]:
     """The long form itself: each of the eight values for every slot in turn."""
     return [slot[t] for t in range(8) for slot in slots]
@@ -217,10 +247,15 @@ class _Photometric(TorchvisionInputs, nn.Module):
     kernel, or a host-to-device copy a capture cannot hold), and assigned only when they move
     (torch.export takes an assignment in forward for a buffer mutation)."""
 
+    # (subclasses declare none of their own: TorchScript reads the annotations of a module's
+    # class, not its bases', and an empty list needs one)
     stages: List[int]
     program: List[int]
     uniforms: int
-    draws: List[float]
+    bounds: List[int]
+    program_bounds: List[int]
+    call_draws: List[List[float]]
+    nesting: List[List[float]]
     dtype: Optional[torch.dtype]
     mean: Optional[List[float]]
     std: Optional[List[float]]
@@ -241,7 +276,13 @@ class _Photometric(TorchvisionInputs, nn.Module):
         self.dtype = dtype
         self.mean = None if mean is None else [float(m) for m in mean]
         self.std = None if std is None else [float(s) for s in std]
-        self.draws = []
+        # the op's calls over the stages (replay) and the program (fresh draws), and each fresh
+        # call's factor_ranges: set by _set_draws
+        self.bounds = [0, len(stages)]
+        self.program_bounds = [0, len(stages)]
+        self.call_draws = [[]]
+        # the coins that nest in another (RandomApply's): [column, coin column, coin bound]
+        _set_nesting(self, [])
         self._describe([])
 
     def _describe(self, arguments: List[str]) -> None:
@@ -254,27 +295,79 @@ class _Photometric(TorchvisionInputs, nn.Module):
 
     def _set_draws(self) -> None:
         # a subclass's last step: its constants are in place
-        self.draws = _ranges_of(_drawn_terms(self._affine_terms(), 0, 0.0))
+        self._set_calls(_drawn_terms(self._affine_terms(), 0, 0.0))
+
+    def _set_calls(self, slots: List[List[float]]) -> None:
+        """The op's calls, from the program's ``slots`` (``_drawn_terms``) and ``_units``."""
+        self.bounds = _call_bounds(self._units(True))
+        self.program_bounds = _call_bounds(self._units(False))
+        b = self.program_bounds
+        self.call_draws = [_ranges_of(slots[b[i]:b[i + 1]]) for i in range(len(b) - 1)]
+
+    def _units(self, whole: bool) -> List[List[int]]:
+        """The stages (``whole``) or the program as lists that run one after the other, each in
+        one call of the op: this transform's, or a RandomApply's transforms'."""
+        return [self.stages if whole else self.program]
 
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
-        """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``."""
-        if params is None:
+        """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``. One
+        call of the op, or one per reduction stage (``bounds``), each the next one's input."""
+        if params is None:  # the uniforms alone: the op draws each call's parameters of them
             self._check(image)
-            return torch.ops.gpuaug.photometric(
-                image, self.program, self._uniforms(image), dtype=self.dtype, mean=self.mean,
-                std=self.std, factor_ranges=self.draws)
+            u = self._nested(self._uniforms(image))
+            calls = len(self.program_bounds) - 1
+            if calls == 1:  # the common case: no slicing
+                return torch.ops.gpuaug.photometric(
+                    image, self.program, u, dtype=self.dtype, mean=self.mean, std=self.std,
+                    factor_ranges=self.call_draws[0])
+            out = image
+            for i in range(calls):
+                last = i == calls - 1
+                out = torch.ops.gpuaug.photometric(
+                    out, self.program[self.program_bounds[i]:self.program_bounds[i + 1]], u,
+                    dtype=self.dtype if last else None, mean=self.mean if last else None,
+                    std=self.std if last else None, factor_ranges=self.call_draws[i])
+            return out
         _check_params(params, ["factors", "order", "apply"])
-        return torch.ops.gpuaug.photometric(
-            image, self.stages, params["factors"], order=params["order"], apply=params["apply"],
-            dtype=self.dtype, mean=self.mean, std=self.std)
+        calls = len(self.bounds) - 1
+        if calls == 1:
+            return torch.ops.gpuaug.photometric(
+                image, self.stages, params["factors"], order=params["order"],
+                apply=params["apply"], dtype=self.dtype, mean=self.mean, std=self.std)
+        out = image
+        for i in range(calls):
+            first, end = self.bounds[i], self.bounds[i + 1]
+            last = i == calls - 1
+            order = params["order"][:, first:end]
+            if not order.is_floating_point():  # a permutation of this call's slots
+                order = order - first
+            out = torch.ops.gpuaug.photometric(
+                out, self.stages[first:end], params["factors"][:, first:end],
+                order=order, apply=params["apply"][:, first:end],
+                dtype=self.dtype if last else None, mean=self.mean if last else None,
+                std=self.std if last else None)
+        return out
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         """This transform's draws for ``image``: ``factors``, ``order`` and ``apply``."""
-        return self._params_from(self._uniforms(image), image)
+        return self._params_from(self._nested(self._uniforms(image)), image)
 
     def _uniforms(self, image: torch.Tensor) -> torch.Tensor:
         return _rand([_samples(image), self.uniforms], image, self.generator)
+
+    def _nested(self, u: torch.Tensor) -> torch.Tensor:
+        """The uniforms as the op and ``_params_from`` take them: each coin of ``nesting`` drawn
+        as 1 (never below a coin's bound) where the coin it nests in fell against (the op's
+        coins are one uniform each; RandomApply's transforms with a p of their own apply where
+        both fall for them)."""
+        if len(self.nesting) == 0:
+            return u
+        if self.nest_outer.device != u.device:
+            self.nest_outer = self.nest_outer.to(u.device)
+        if self.nest_bounds.device != u.device:
+            self.nest_bounds = self.nest_bounds.to(u.device)
+        return u.masked_fill(u.index_select(1, self.nest_outer) >= self.nest_bounds, 1.0)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         raise NotImplementedError
@@ -616,16 +709,9 @@ class Compose(_Photometric):
     ranges, p and generator it has when the Compose is made; its draws there are the Compose's
     (seven uniforms a sample), not those of its own ``sample_params``."""
 
-    bounds: List[int]
-    columns: List[int]
-    call_draws: List[List[float]]
-
     def __init__(self, transforms: Sequence[nn.Module], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
-        stages: List[int] = []
-        bounds = [0]  # the first slot of each call, then the slot count
-        reductions = 0
         from .transforms import ColorAugment  # which imports this module
         transforms = [_color_augment_stage(t) if isinstance(t, ColorAugment) else t
                       for t in transforms]
@@ -637,16 +723,9 @@ class Compose(_Photometric):
             if t.dtype is not None or t.mean is not None:
                 raise ValueError("gpuaug.transforms.Compose: the output conversion is the "
                                  "Compose's own: pass 'dtype', 'mean' and 'std' to it")
-            own = sum(1 for s in t.program if s in _REDUCTIONS)
-            if reductions + own > 1 and stages:
-                bounds.append(len(stages))
-                reductions = 0
-            reductions += own
-            stages += t.program
-        bounds.append(len(stages))
-        super().__init__(stages, sum(t.uniforms for t in transforms), None, dtype, mean, std)
+        super().__init__([s for t in transforms for s in t.program],
+                         sum(t.uniforms for t in transforms), None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
-        self.bounds = bounds
         # each transform's columns of the Compose's uniforms
         self.columns = [0]
         for t in transforms:
@@ -657,12 +736,12 @@ class Compose(_Photometric):
             offsets += [len(offsets)] * len(t.program)
         self.register_buffer("offsets", torch.tensor(offsets, dtype=torch.long),
                              persistent=False)
-        # fresh draws, each call's factor_ranges: the transforms' terms on their columns, their
-        # keys offset by their index, so that they run in turn
-        slots = [slot for i, t in enumerate(transforms)
-                 for slot in _drawn_terms(t._affine_terms(), self.columns[i], float(i))]
-        self.call_draws = [_ranges_of(slots[bounds[i]:bounds[i + 1]])
-                           for i in range(len(bounds) - 1)]
+        # fresh draws: the transforms' terms on their columns, their keys offset by their
+        # index, so that they run in turn
+        self._set_calls([slot for i, t in enumerate(transforms)
+                         for slot in _drawn_terms(t._affine_terms(), self.columns[i], float(i))])
+        _set_nesting(self, [[c + self.columns[i], coin + self.columns[i], bound]
+                            for i, t in enumerate(transforms) for c, coin, bound in t.nesting])
 
     def _own_generators(self) -> bool:
         # looked up per call: a transform's generator may be set after the Compose was made
@@ -683,40 +762,17 @@ class Compose(_Photometric):
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         if self.offsets.device != image.device:
             self.offsets = self.offsets.to(image.device)
-        u = self._uniforms(image)
+        u = self._nested(self._uniforms(image))
         return _concatenated([t._program_params(u[:, self.columns[i]:self.columns[i + 1]], image)
                               for i, t in enumerate(self.transforms)], self.offsets)
 
-    def forward(self, image: torch.Tensor,
-                params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
-        calls = len(self.bounds) - 1
-        if params is None:  # the uniforms alone: the op draws each call's parameters of them
-            for t in self.transforms:
-                t._check(image)
-            u = self._uniforms(image)
-            out = image
-            for i in range(calls):
-                last = i == calls - 1
-                out = torch.ops.gpuaug.photometric(
-                    out, self.stages[self.bounds[i]:self.bounds[i + 1]], u,
-                    dtype=self.dtype if last else None, mean=self.mean if last else None,
-                    std=self.std if last else None, factor_ranges=self.call_draws[i])
-            return out
-        _check_params(params, ["factors", "order", "apply"])
-        if calls == 1:  # the common case: no slicing
-            return torch.ops.gpuaug.photometric(
-                image, self.stages, params["factors"], order=params["order"],
-                apply=params["apply"], dtype=self.dtype, mean=self.mean, std=self.std)
-        out = image
-        for i in range(calls):
-            first, end = self.bounds[i], self.bounds[i + 1]
-            last = i == calls - 1
-            order = params["order"][:, first:end]
-            if not order.is_floating_point():  # a permutation of this call's slots
-                order = order - first
-            out = torch.ops.gpuaug.photometric(
-                out, self.stages[first:end], params["factors"][:, first:end],
-                order=order, apply=params["apply"][:, first:end],
-                dtype=self.dtype if last else None, mean=self.mean if last else None,
-                std=self.std if last else None)
-        return out
+    def _check(self, image: torch.Tensor) -> None:
+        for t in self.transforms:
+            t._check(image)
+
+    def _units(self, whole: bool) -> List[List[int]]:
+        # its stages are its transforms' programs
+        units: List[List[int]] = []
+        for t in self.transforms:
+            units += t._units(False)
+        return units

@@ -6,21 +6,21 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
-from .photo import Compose, _color_augment_stage, _concatenated, _params, _Photometric
+from .photo import (Compose, _color_augment_stage, _concatenated, _params, _Photometric,
+                    _set_nesting)
 
 
 class RandomApply(_Photometric):
     """torchvision.transforms.v2.RandomApply, per sample: each sample runs ``transforms`` in turn
-    with probability ``p``, or none of them. ``transforms`` are gpuaug's photometric transforms
-    (or ColorAugment) whose stages always apply where they run (ColorJitter,
-    RandomChannelPermutation, ColorAugment with p = 1, a Random* transform with p = 1): each
-    stage of the op takes one coin, here RandomApply's. ``sample_params`` gives the slots of the
-    transforms' ``sample_params`` one after the other, ``apply`` false where the sample's coin
-    fell against; it joins a :class:`Compose` as its transforms do. ``generator`` draws the coins
-    and the transforms' parameters (they may not have one of their own)."""
-
-    p: float
-    columns: List[int]
+    with probability ``p``, or none of them; a transform with a p of its own (RandomInvert(0.5),
+    RandomPhotometricDistort, ColorAugment(p=0.5)) then flips its own coins as it would alone.
+    ``transforms`` are gpuaug's photometric transforms or ColorAugment. ``sample_params`` gives
+    the slots of the transforms' ``sample_params`` one after the other, ``apply`` false where
+    the sample's coin fell against; it joins a :class:`Compose` as its transforms do.
+    ``generator`` draws the coins and the transforms' parameters (they may not have one of their
+    own). Each stage of the op takes one coin: a transform's own coin is drawn as 1 (never
+    applying) where RandomApply's fell against, so that it applies where both fall for it. Its
+    transforms share a call of the op as a Compose's do (one per reduction stage)."""
 
     def __init__(self, transforms: Sequence[nn.Module], p: float = 0.5, *,
                  generator: Optional[torch.Generator] = None) -> None:
@@ -51,12 +51,20 @@ class RandomApply(_Photometric):
                              persistent=False)
         self.register_buffer("program_offsets", _offsets([len(t.program) for t in transforms]),
                              persistent=False)
+        # the transforms' own coins nest in RandomApply's (column 0)
+        _set_nesting(self, [[float(c), 0.0, self.p] for c in sorted(
+            {self.columns[i] + int(term[1]) for i, t in enumerate(transforms)
+             for term in t._affine_terms() if _has_own_coin(term)})])
         self._set_draws()
         self._describe([f"p={self.p}"])
 
     def _check(self, image: torch.Tensor) -> None:
         for t in self.transforms:
             t._check(image)
+
+    def _units(self, whole: bool) -> List[List[int]]:
+        # its transforms run in turn: a call of the op may end between them
+        return [t.stages if whole else t.program for t in self.transforms]
 
     def _joined(self, u: torch.Tensor, image: torch.Tensor,
                 whole: bool) -> Dict[str, torch.Tensor]:
@@ -79,16 +87,24 @@ class RandomApply(_Photometric):
         return self._joined(u, image, False)
 
     def _affine_terms(self) -> List[List[float]]:
-        # the transforms' terms on their columns, every slot on the coin of column 0; transform
-        # i's keys k in [0, 1) become (i + k) / n, so that they run in turn and stay in [0, 1)
+        # the transforms' terms on their columns, every slot on the coin of column 0 but those
+        # with their own (nested in it); transform i's keys k in [0, 1) become (i + k) / n, so
+        # that they run in turn and stay in [0, 1)
         n = len(self.transforms)
         terms: List[List[float]] = []
         for i, t in enumerate(self.transforms):
             for term in t._affine_terms():
                 factor, key = (c if c < 0 else c + self.columns[i] for c in (term[0], term[2]))
-                terms.append([factor, 0, key, term[3], term[4], self.p, (i + term[6]) / n,
+                coin, bound = ((term[1] + self.columns[i], term[5]) if _has_own_coin(term)
+                               else (0, self.p))
+                terms.append([factor, coin, key, term[3], term[4], bound, (i + term[6]) / n,
                               term[7] / n])
         return terms
+
+
+def _has_own_coin(term: List[float]) -> bool:
+    """Whether a slot's term (``_affine_terms``) flips a coin: one that may fall against."""
+    return term[1] >= 0 and term[5] < 1.0
 
 
 def _offsets(lengths: List[int]) -> torch.Tensor:
@@ -110,8 +126,3 @@ def _check_transform(t: nn.Module) -> None:
     if t.generator is not None:
         raise ValueError(f"gpuaug.transforms.RandomApply: {type(t).__name__} has a generator of "
                          "its own: give it to the RandomApply, which draws for its transforms")
-    for term in t._affine_terms():
-        if term[1] >= 0 and term[5] < 1.0:
-            raise ValueError(f"gpuaug.transforms.RandomApply: {type(t).__name__} has a p of its "
-                             f"own ({term[5]}), and each stage takes one coin: apply it with "
-                             "its own p beside the RandomApply, or give it p=1")

@@ -124,6 +124,14 @@ def every_transform(dtype):
             T.RandomChannelPermutation(), T.RandomSolarize(solarize_threshold(dtype), 0.6)]),
         "RandomApply": T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1),
                                       T.RandomChannelPermutation(), T.RandomInvert(1.0)], p=0.6),
+        # transforms with coins of their own, flipped where RandomApply's falls for the sample
+        "RandomApply, own coins": T.RandomApply([
+            T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.5),
+            T.RandomSolarize(solarize_threshold(dtype), 0.7)], p=0.6),
+        # three reduction stages: three calls of the op, the coin shared
+        "RandomApply, reductions": T.RandomApply([
+            T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomAutocontrast(0.7), T.RandomEqualize(0.6)],
+            p=0.8),
         # the self-supervised recipes' colour augmentation (SimCLR, BYOL, DINO), one call
         "self-supervised Compose": T.Compose([
             T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8), T.RandomGrayscale(0.2),
@@ -167,7 +175,8 @@ def test_matches_torchvision(name, channels, dtype, device):
     out = transform(image, params)
     expected = torchvision_batch(image, transform.stages, params)
     thresholds = name in ("Compose", "RandomSolarize", "RandomPosterize", "RandomEqualize",
-                          "bitwise Compose", "channel-wise Compose", "permuting Compose")
+                          "bitwise Compose", "channel-wise Compose", "permuting Compose",
+                          "RandomApply, own coins", "RandomApply, reductions")
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=not thresholds)
 
 
@@ -1017,7 +1026,12 @@ def fresh_draw_transforms():
                                   T.RandomAutocontrast()]),
             "ColorAugment": T.Compose([T.ColorAugment(), T.ColorJitter(0.4, 0.0, 0.4, 0.1)]),
             "RandomApply": T.Compose([T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
-                                      T.RandomGrayscale(0.2)])}
+                                      T.RandomGrayscale(0.2)]),
+            "RandomApply, own coins": T.Compose([
+                T.RandomInvert(0.3), T.RandomApply([T.RandomPhotometricDistort(),
+                                                    T.RandomGrayscale(0.5)], p=0.7)]),
+            "RandomApply, reductions": T.RandomApply([T.ColorJitter(0.4, 0.4),
+                                                      T.RandomEqualize(0.5)], p=0.7)}
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -1276,7 +1290,8 @@ def test_cpu_vector_loops_agree(tmp_path):
 
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
                                   "RandomChannelPermutation", "RandomSolarize", "RandomEqualize",
-                                  "ColorAugment", "RandomApply", "self-supervised Compose"])
+                                  "ColorAugment", "RandomApply", "RandomApply, own coins",
+                                  "self-supervised Compose"])
 def test_torchscript(name, tmp_path):
     transform = every_transform(torch.uint8)[name]
     scripted = torch.jit.script(transform)

@@ -29,6 +29,20 @@ def made(device):
              T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8, generator=generator()),
              T.RandomGrayscale(0.2, generator=generator())],
             dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3),
+        "own coins": lambda: T.RandomApply(
+            [T.RandomInvert(0.6), T.RandomPhotometricDistort(), T.ColorAugment(p=0.5)], p=0.7,
+            generator=generator()),
+        # two RandomApply's coins in a Compose, and one on its own
+        "own coins in a Compose": lambda: T.Compose(
+            [T.RandomApply([T.RandomSolarize(100.0, 0.6), T.RandomInvert(0.4)], p=0.5,
+                           generator=generator()),
+             T.RandomGrayscale(0.3, generator=generator()),
+             T.RandomApply([T.RandomPosterize(3, 0.8), T.ColorJitter(0.3)], p=0.6,
+                           generator=generator())]),
+        # a call of the op for each reduction stage
+        "reductions": lambda: T.RandomApply(
+            [T.ColorJitter(0.4, 0.4, 0.2), T.RandomAutocontrast(0.7), T.RandomEqualize(0.8)],
+            p=0.7, generator=generator()),
     }
 
 
@@ -60,6 +74,28 @@ def test_a_coin_per_sample(device):
     assert (out[~kept] != image[~kept]).flatten(1).any(1).all()  # inverted at least
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("in_compose", [False, True])
+def test_own_coins_nest_in_its_coin(in_compose, device):
+    """A transform with its own p runs where RandomApply's coin and its own both fall for the
+    sample, each coin independent of the others: RandomApply(p=0.6) of RandomInvert(0.5) and
+    RandomGrayscale(0.4) inverts 30% of the samples, grays 24%, both 12%; fresh draws (the op's
+    coins) as sample_params' (its flips)."""
+    transform = T.RandomApply([T.RandomInvert(0.5), T.RandomGrayscale(0.4)], p=0.6)
+    if in_compose:  # its columns after another transform's: the nesting moves with them
+        transform = T.Compose([T.RandomSolarize(128.0, 0.5), transform])
+    image = image_of([20000, 3, 1, 2], device, seed=3)
+    torch.manual_seed(5)
+    params = transform.sample_params(image)
+    torch.manual_seed(5)
+    assert torch.equal(transform(image), transform(image, params))
+    inverted, grayed = params["apply"][:, -2], params["apply"][:, -1]
+    n = len(inverted)
+    for got, p in [(inverted, 0.3), (grayed, 0.24), (inverted & grayed, 0.12),
+                   (inverted & ~grayed, 0.18), (~inverted & ~grayed, 0.58)]:
+        assert abs(got.double().mean().item() - p) < 5 * (p * (1 - p) / n) ** 0.5, p
+
+
 def test_one_call_in_a_compose():
     """A Compose holding a RandomApply shares its calls as with the transforms themselves."""
     jitter = T.Compose([T.RandomApply([T.ColorJitter(0.4, 0, 0.4, 0.1)]), T.RandomGrayscale()])
@@ -67,16 +103,28 @@ def test_one_call_in_a_compose():
     with_contrast = T.Compose([T.RandomApply([T.ColorJitter(0.4, 0.4)]),
                                T.RandomAutocontrast()])
     assert with_contrast.bounds == [0, 2, 3]
+    inside = T.Compose([T.RandomApply([T.ColorJitter(0.4, 0.4), T.RandomAutocontrast()]),
+                        T.RandomInvert()])
+    assert inside.bounds == inside.program_bounds == [0, 2, 4]
+
+
+def test_a_call_per_reduction():
+    """Its replay runs the transforms' whole stages (a ColorJitter's four), its fresh draws their
+    programs (the enabled adjustments): a call ends between two transforms where a reduction
+    stage would be a call's second."""
+    disabled_contrast = T.RandomApply([T.ColorJitter(0.4), T.RandomAutocontrast()])
+    assert disabled_contrast.bounds == [0, 4, 5] and disabled_contrast.program_bounds == [0, 2]
+    two = T.RandomApply([T.ColorJitter(0.4, 0.4), T.RandomInvert(), T.RandomEqualize()])
+    assert two.bounds == [0, 5, 6] and two.program_bounds == [0, 3, 4]
+    image = image_of([16, 3, 6, 5], "cpu", seed=4)
+    for transform in (disabled_contrast, two):
+        torch.manual_seed(8)
+        params = transform.sample_params(image)
+        torch.manual_seed(8)
+        assert torch.equal(transform(image), transform(image, params))
 
 
 def test_errors():
-    with pytest.raises(ValueError, match=r"gpuaug.transforms.RandomApply: RandomInvert has a p "
-                       r"of its own \(0.5\), and each stage takes one coin"):
-        T.RandomApply([T.RandomInvert()])
-    with pytest.raises(ValueError, match="RandomApply: RandomPhotometricDistort has a p of its"):
-        T.RandomApply([T.RandomPhotometricDistort()])
-    with pytest.raises(ValueError, match="RandomApply: _ColorAugmentStage has a p of its own"):
-        T.RandomApply([T.ColorAugment(p=0.5)])
     for inner in (T.Compose([T.ColorJitter(0.4)]), T.RandomApply([T.ColorJitter(0.4)]),
                   torch.nn.Identity()):
         with pytest.raises(TypeError, match=r"gpuaug.transforms.RandomApply: expected "
