@@ -198,15 +198,20 @@ def _drawn_terms(terms: List[List[float]], first_column: int,
 
 
 def _set_nesting(module: nn.Module, nesting: List[List[float]]) -> None:
-    """A transform's ``nesting`` ([column, coin column, coin bound] rows) and the buffers
-    ``_nested`` reads: for each column of its uniforms, the column of the coin it nests in (its
-    own where none) and that coin's bound (2: none)."""
+    """A transform's ``nesting`` ([column, coin column, low, high] rows: the column stays where
+    the coin is in [low, high), RandomApply's coin below its p, RandomChoice's in its transform's
+    interval) and the buffers ``_nested`` reads: for each column of its uniforms, the column of
+    the coin it nests in (its own where none) and that coin's interval ([0, 2): none)."""
     module.nesting = nesting
-    outer, bounds = list(range(module.uniforms)), [2.0] * module.uniforms
-    for column, coin, bound in nesting:
-        outer[int(column)], bounds[int(column)] = int(coin), bound
+    outer = list(range(module.uniforms))
+    lows, highs = [0.0] * module.uniforms, [2.0] * module.uniforms
+    for column, coin, low, high in nesting:
+        outer[int(column)], lows[int(column)], highs[int(column)] = int(coin), low, high
+    # lows above 0 take a second comparison (RandomChoice's intervals but the first)
+    module.nest_two_sided = any(low > 0.0 for low in lows)
     module.register_buffer("nest_outer", torch.tensor(outer, dtype=torch.long), persistent=False)
-    module.register_buffer("nest_bounds", torch.tensor(bounds, dtype=torch.float32),
+    module.register_buffer("nest_lows", torch.tensor(lows, dtype=torch.float32), persistent=False)
+    module.register_buffer("nest_bounds", torch.tensor(highs, dtype=torch.float32),
                            persistent=False)
 
 
@@ -256,6 +261,8 @@ class _Photometric(TorchvisionInputs, nn.Module):
     program_bounds: List[int]
     call_draws: List[List[float]]
     nesting: List[List[float]]
+    nest_two_sided: bool
+    derives: bool
     dtype: Optional[torch.dtype]
     mean: Optional[List[float]]
     std: Optional[List[float]]
@@ -281,8 +288,10 @@ class _Photometric(TorchvisionInputs, nn.Module):
         self.bounds = [0, len(stages)]
         self.program_bounds = [0, len(stages)]
         self.call_draws = [[]]
-        # the coins that nest in another (RandomApply's): [column, coin column, coin bound]
+        # the coins that nest in another (RandomApply's, RandomChoice's), and whether _derived
+        # writes columns of its own (RandomOrder's keys)
         _set_nesting(self, [])
+        self.derives = False
         self._describe([])
 
     def _describe(self, arguments: List[str]) -> None:
@@ -315,7 +324,7 @@ class _Photometric(TorchvisionInputs, nn.Module):
         call of the op, or one per reduction stage (``bounds``), each the next one's input."""
         if params is None:  # the uniforms alone: the op draws each call's parameters of them
             self._check(image)
-            u = self._nested(self._uniforms(image))
+            u = self._prepared(self._uniforms(image))
             calls = len(self.program_bounds) - 1
             if calls == 1:  # the common case: no slicing
                 return torch.ops.gpuaug.photometric(
@@ -351,23 +360,36 @@ class _Photometric(TorchvisionInputs, nn.Module):
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         """This transform's draws for ``image``: ``factors``, ``order`` and ``apply``."""
-        return self._params_from(self._nested(self._uniforms(image)), image)
+        return self._params_from(self._prepared(self._uniforms(image)), image)
 
     def _uniforms(self, image: torch.Tensor) -> torch.Tensor:
         return _rand([_samples(image), self.uniforms], image, self.generator)
 
+    def _prepared(self, u: torch.Tensor) -> torch.Tensor:
+        """The drawn uniforms as the op and ``_params_from`` take them."""
+        return self._derived(self._nested(u))
+
     def _nested(self, u: torch.Tensor) -> torch.Tensor:
-        """The uniforms as the op and ``_params_from`` take them: each coin of ``nesting`` drawn
-        as 1 (never below a coin's bound) where the coin it nests in fell against (the op's
-        coins are one uniform each; RandomApply's transforms with a p of their own apply where
-        both fall for them)."""
+        """Each coin of ``nesting`` drawn as 1 (never below a coin's bound) where the coin it
+        nests in fell outside its interval (the op's coins are one uniform each: RandomApply's
+        transforms with a p of their own apply where both fall for them)."""
         if len(self.nesting) == 0:
             return u
         if self.nest_outer.device != u.device:
             self.nest_outer = self.nest_outer.to(u.device)
         if self.nest_bounds.device != u.device:
             self.nest_bounds = self.nest_bounds.to(u.device)
-        return u.masked_fill(u.index_select(1, self.nest_outer) >= self.nest_bounds, 1.0)
+        outer = u.index_select(1, self.nest_outer)
+        outside = outer >= self.nest_bounds
+        if self.nest_two_sided:
+            if self.nest_lows.device != u.device:
+                self.nest_lows = self.nest_lows.to(u.device)
+            outside = outside.logical_or_(outer < self.nest_lows)
+        return u.masked_fill(outside, 1.0)
+
+    def _derived(self, u: torch.Tensor) -> torch.Tensor:
+        # columns made of the others after the nesting: RandomOrder's keys
+        return u
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         raise NotImplementedError
@@ -740,8 +762,9 @@ class Compose(_Photometric):
         # index, so that they run in turn
         self._set_calls([slot for i, t in enumerate(transforms)
                          for slot in _drawn_terms(t._affine_terms(), self.columns[i], float(i))])
-        _set_nesting(self, [[c + self.columns[i], coin + self.columns[i], bound]
-                            for i, t in enumerate(transforms) for c, coin, bound in t.nesting])
+        _set_nesting(self, [[c + self.columns[i], coin + self.columns[i], low, high]
+                            for i, t in enumerate(transforms) for c, coin, low, high in t.nesting])
+        self.derives = any(t.derives for t in transforms)
 
     def _own_generators(self) -> bool:
         # looked up per call: a transform's generator may be set after the Compose was made
@@ -762,9 +785,15 @@ class Compose(_Photometric):
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         if self.offsets.device != image.device:
             self.offsets = self.offsets.to(image.device)
-        u = self._nested(self._uniforms(image))
+        u = self._prepared(self._uniforms(image))
         return _concatenated([t._program_params(u[:, self.columns[i]:self.columns[i + 1]], image)
                               for i, t in enumerate(self.transforms)], self.offsets)
+
+    def _derived(self, u: torch.Tensor) -> torch.Tensor:
+        if not self.derives:
+            return u
+        return torch.cat([t._derived(u[:, self.columns[i]:self.columns[i + 1]])
+                          for i, t in enumerate(self.transforms)], 1)
 
     def _check(self, image: torch.Tensor) -> None:
         for t in self.transforms:

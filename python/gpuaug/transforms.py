@@ -10,11 +10,14 @@ from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermu
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
                     RandomPosterize, RandomSolarize, _check_params, _conversion_arguments)
 from .random_apply import RandomApply
+from .random_choice import RandomChoice
+from .random_order import RandomOrder
 from .samples import TorchvisionInputs
 
 __all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomApply", "RandomAutocontrast",
-           "RandomChannelPermutation", "RandomEqualize", "RandomGrayscale", "RandomInvert",
-           "RandomPhotometricDistort", "RandomPosterize", "RandomSolarize"]
+           "RandomChannelPermutation", "RandomChoice", "RandomEqualize", "RandomGrayscale",
+           "RandomInvert", "RandomOrder", "RandomPhotometricDistort", "RandomPosterize",
+           "RandomSolarize"]
 
 Range = Tuple[float, float]
 

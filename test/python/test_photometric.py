@@ -132,6 +132,15 @@ def every_transform(dtype):
         "RandomApply, reductions": T.RandomApply([
             T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomAutocontrast(0.7), T.RandomEqualize(0.6)],
             p=0.8),
+        # a transform per sample (their own coins nested in the choice), a call per reduction
+        "RandomChoice": T.RandomChoice([
+            T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.5), T.RandomInvert(1.0),
+            T.RandomSolarize(solarize_threshold(dtype), 0.7), T.RandomEqualize()],
+            p=[3, 1, 1, 1, 1]),
+        # an order per sample, each transform's own kept, in one call
+        "RandomOrder": T.RandomOrder([
+            T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomPosterize(4, 0.7), T.RandomInvert(0.5),
+            T.RandomChannelPermutation(), T.RandomSolarize(solarize_threshold(dtype), 0.6)]),
         # the self-supervised recipes' colour augmentation (SimCLR, BYOL, DINO), one call
         "self-supervised Compose": T.Compose([
             T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8), T.RandomGrayscale(0.2),
@@ -176,7 +185,8 @@ def test_matches_torchvision(name, channels, dtype, device):
     expected = torchvision_batch(image, transform.stages, params)
     thresholds = name in ("Compose", "RandomSolarize", "RandomPosterize", "RandomEqualize",
                           "bitwise Compose", "channel-wise Compose", "permuting Compose",
-                          "RandomApply, own coins", "RandomApply, reductions")
+                          "RandomApply, own coins", "RandomApply, reductions", "RandomChoice",
+                          "RandomOrder")
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=not thresholds)
 
 
@@ -1031,7 +1041,13 @@ def fresh_draw_transforms():
                 T.RandomInvert(0.3), T.RandomApply([T.RandomPhotometricDistort(),
                                                     T.RandomGrayscale(0.5)], p=0.7)]),
             "RandomApply, reductions": T.RandomApply([T.ColorJitter(0.4, 0.4),
-                                                      T.RandomEqualize(0.5)], p=0.7)}
+                                                      T.RandomEqualize(0.5)], p=0.7),
+            "RandomChoice": T.Compose([T.RandomChoice([T.ColorJitter(0.4, 0.4, 0.2, 0.1),
+                                                       T.RandomSolarize(100.0, 0.5),
+                                                       T.RandomEqualize()], p=[2, 1, 1])]),
+            "RandomOrder": T.Compose([T.RandomInvert(0.3), T.RandomOrder([
+                T.ColorJitter(0.4, 0.4, 0.2, 0.1), T.RandomGrayscale(0.5),
+                T.RandomPosterize(3)])])}
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -1291,7 +1307,7 @@ def test_cpu_vector_loops_agree(tmp_path):
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
                                   "RandomChannelPermutation", "RandomSolarize", "RandomEqualize",
                                   "ColorAugment", "RandomApply", "RandomApply, own coins",
-                                  "self-supervised Compose"])
+                                  "RandomChoice", "RandomOrder", "self-supervised Compose"])
 def test_torchscript(name, tmp_path):
     transform = every_transform(torch.uint8)[name]
     scripted = torch.jit.script(transform)

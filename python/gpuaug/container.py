@@ -1,0 +1,106 @@
+"""What RandomApply, RandomChoice and RandomOrder share: photometric transforms held in turn,
+their uniforms after the container's own columns, their params side by side."""
+
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from torch import nn
+
+from .photo import Compose, _color_augment_stage, _concatenated, _Photometric
+
+
+class _Container(_Photometric):
+    """``transforms`` (gpuaug's photometric transforms or ColorAugment) with their uniforms
+    after the container's ``leading`` columns and before its ``trailing`` ones. ``whole``: its
+    stages are its transforms' whole stages (their ``sample_params``' slots), else their
+    programs (as a Compose's)."""
+
+    def __init__(self, owner: str, transforms: Sequence[nn.Module], leading: int, whole: bool,
+                 generator: Optional[torch.Generator], trailing: int = 0) -> None:
+        transforms = _held(transforms, owner)
+        super().__init__([s for t in transforms for s in (t.stages if whole else t.program)],
+                         leading + sum(t.uniforms for t in transforms) + trailing, generator)
+        self.transforms = nn.ModuleList(transforms)
+        self.program = [s for t in transforms for s in t.program]
+        # each transform's first column of the uniforms, then the end of theirs
+        self.columns = [leading]
+        for t in transforms:
+            self.columns.append(self.columns[-1] + t.uniforms)
+        # each slot's transform's first slot, in the stages and in the program: a transform's
+        # order indexes its own slots
+        self.register_buffer("offsets", _offsets([len(t.stages if whole else t.program)
+                                                  for t in transforms]), persistent=False)
+        self.register_buffer("program_offsets", _offsets([len(t.program) for t in transforms]),
+                             persistent=False)
+
+    def _check(self, image: torch.Tensor) -> None:
+        for t in self.transforms:
+            t._check(image)
+
+    def _units(self, whole: bool) -> List[List[int]]:
+        # its transforms run in turn: a call of the op may end between them
+        return [t.stages if whole else t.program for t in self.transforms]
+
+    def _joined(self, u: torch.Tensor, image: torch.Tensor,
+                whole: bool) -> Dict[str, torch.Tensor]:
+        """The transforms' params of their columns of ``u``, side by side: their
+        ``_params_from`` (``whole``) or their ``_program_params``."""
+        parts: List[Dict[str, torch.Tensor]] = []
+        for i, t in enumerate(self.transforms):
+            columns = u[:, self.columns[i]:self.columns[i + 1]]
+            parts.append(t._params_from(columns, image) if whole
+                         else t._program_params(columns, image))
+        if self.offsets.device != image.device:
+            self.offsets = self.offsets.to(image.device)
+        if self.program_offsets.device != image.device:
+            self.program_offsets = self.program_offsets.to(image.device)
+        return _concatenated(parts, self.offsets if whole else self.program_offsets)
+
+    def _shifted_terms(self) -> List[List[List[float]]]:
+        """Each transform's ``_affine_terms``, their columns shifted to the container's."""
+        shifted: List[List[List[float]]] = []
+        for i, t in enumerate(self.transforms):
+            shifted.append([[c if c < 0 else c + self.columns[i] for c in term[:3]] + term[3:]
+                            for term in t._affine_terms()])
+        return shifted
+
+
+def _held(transforms: Sequence[nn.Module], owner: str) -> List[nn.Module]:
+    """``transforms`` as a container holds them: checked, a ColorAugment as its stage."""
+    if not isinstance(transforms, (Sequence, nn.ModuleList)):
+        raise TypeError(f"gpuaug.transforms.{owner}: expected 'transforms' as a sequence of "
+                        f"transforms or an nn.ModuleList, got {type(transforms).__name__}")
+    if len(transforms) == 0:
+        raise ValueError(f"gpuaug.transforms.{owner}: expected at least one transform")
+    from .transforms import ColorAugment  # which imports this module
+    held = [_color_augment_stage(t, owner) if isinstance(t, ColorAugment) else t
+            for t in transforms]
+    for t in held:
+        _check_transform(t, owner)
+    return held
+
+
+def _has_own_coin(term: List[float]) -> bool:
+    """Whether a slot's term (``_affine_terms``) flips a coin: one that may fall against."""
+    return term[1] >= 0 and term[5] < 1.0
+
+
+def _offsets(lengths: List[int]) -> torch.Tensor:
+    """Each slot's transform's first slot, for slots of transforms of ``lengths`` in turn."""
+    offsets: List[int] = []
+    for length in lengths:
+        offsets += [len(offsets)] * length
+    return torch.tensor(offsets, dtype=torch.long)
+
+
+def _check_transform(t: nn.Module, owner: str) -> None:
+    if not isinstance(t, _Photometric) or isinstance(t, (Compose, _Container)):
+        raise TypeError(f"gpuaug.transforms.{owner}: expected gpuaug.transforms' photometric "
+                        f"transforms or ColorAugment, got {type(t).__name__} (torchvision's "
+                        f"{owner} takes any transform, with one draw a call)")
+    if t.dtype is not None or t.mean is not None:
+        raise ValueError(f"gpuaug.transforms.{owner}: a transform in it cannot convert the "
+                         "output: pass 'dtype', 'mean' and 'std' to a Compose around it")
+    if t.generator is not None:
+        raise ValueError(f"gpuaug.transforms.{owner}: {type(t).__name__} has a generator of "
+                         f"its own: give it to the {owner}, which draws for its transforms")

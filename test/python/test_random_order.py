@@ -1,0 +1,128 @@
+"""gpuaug.transforms.RandomOrder: an order per sample of the transforms it holds. Its values
+against torchvision are test_photometric.py's (its "RandomOrder" entries, with compile, export,
+TorchScript and CUDA graphs)."""
+import itertools
+
+import pytest
+import torch
+from gpuaug_testing import DEVICES
+
+from gpuaug import transforms as T
+
+
+def image_of(shape, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).to(device)
+
+
+def made(device):
+    """RandomOrder's of every kind of transform it takes, each twice, their generators alike."""
+    def generator():
+        return torch.Generator(device).manual_seed(41)
+    return {
+        "jitter and more": lambda: T.RandomOrder(
+            [T.ColorJitter(0.4, 0.4, 0.2, 0.1), T.RandomInvert(0.5), T.RandomChannelPermutation(),
+             T.RandomPosterize(4, 0.7)], generator=generator()),
+        "distort, ColorAugment": lambda: T.RandomOrder(
+            [T.RandomPhotometricDistort(), T.ColorAugment(p=0.6), T.RandomGrayscale(0.5)],
+            generator=generator()),
+        "in a Compose": lambda: T.Compose(
+            [T.RandomAutocontrast(0.5, generator=generator()),
+             T.RandomOrder([T.ColorJitter(0.4, 0.4, 0.2, 0.1), T.RandomSolarize(90.0)],
+                           generator=generator()),
+             T.RandomGrayscale(0.2, generator=generator())],
+            dtype=torch.float32, mean=[0.5] * 3, std=[0.25] * 3),
+    }
+
+
+@pytest.mark.parametrize("name", list(made("cpu")))
+@pytest.mark.parametrize("device", DEVICES)
+def test_fresh_draws_replay(name, device):
+    """Fresh draws (the uniforms and the keys made of them, in the op) equal sample_params'
+    replayed."""
+    image = image_of([32, 3, 5, 7], device, seed=1)
+    make = made(device)[name]
+    params = make().sample_params(image)
+    assert torch.equal(make()(image), make()(image, params))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_order_alike(device):
+    """Three one-slot transforms: each of the six orders in a sixth of the samples."""
+    transform = T.RandomOrder([T.RandomInvert(1.0), T.RandomGrayscale(1.0),
+                               T.RandomSolarize(100.0, 1.0)])
+    image = image_of([12000, 3, 1, 2], device, seed=2)
+    torch.manual_seed(4)
+    params = transform.sample_params(image)
+    torch.manual_seed(4)
+    assert torch.equal(transform(image), transform(image, params))
+    order = params["order"].cpu()
+    n, p = len(order), 1 / 6
+    for permutation in itertools.permutations(range(3)):
+        got = (order == torch.tensor(permutation)).all(1).double().mean().item()
+        assert abs(got - p) < 5 * (p * (1 - p) / n) ** 0.5, (permutation, got)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_transforms_keep_their_own_order(device):
+    """A transform's slots run together, in its own order: ColorJitter's own order of its four
+    adjustments (each of the six of three), RandomPhotometricDistort's contrast second or fourth
+    (half each), whichever transform runs first."""
+    transform = T.RandomOrder([T.ColorJitter(0.4, 0, 0.4, 0.1), T.RandomInvert(1.0),
+                               T.RandomPhotometricDistort(p=1.0)])
+    image = image_of([12000, 3, 1, 2], device, seed=5)
+    torch.manual_seed(6)
+    params = transform.sample_params(image)
+    torch.manual_seed(6)
+    assert torch.equal(transform(image), transform(image, params))
+    order = params["order"].cpu()
+    n = len(order)
+    blocks = [[0, 1, 2], [3], [4, 5, 6, 7, 8]]
+    firsts = []
+    for block in blocks:
+        places = torch.stack([(order == s).int().argmax(1) for s in block], 1)
+        first = places.min(1).values
+        assert torch.equal(places.max(1).values - first, torch.full([n], len(block) - 1))
+        firsts.append(first)
+    # the transforms' orders: six, alike
+    transforms_order = torch.argsort(torch.stack(firsts, 1), 1)
+    for permutation in itertools.permutations(range(3)):
+        got = (transforms_order == torch.tensor(permutation)).all(1).double().mean().item()
+        assert abs(got - 1 / 6) < 5 * (5 / 36 / n) ** 0.5
+    jitter = torch.stack([order[i, order[i] < 3] for i in range(n)])
+    assert len(torch.unique(jitter, dim=0)) == 6
+    distort = torch.stack([order[i, order[i] >= 4] for i in range(n)]) - 4
+    late = (distort == torch.tensor([0, 2, 3, 1, 4])).all(1)
+    assert (late | (distort == torch.arange(5)).all(1)).all()
+    assert abs(late.double().mean().item() - 0.5) < 5 * (0.25 / n) ** 0.5
+
+
+def test_errors():
+    for inner in (T.Compose([T.ColorJitter(0.4)]), T.RandomApply([T.ColorJitter(0.4)]),
+                  T.RandomChoice([T.ColorJitter(0.4)]), T.RandomOrder([T.RandomInvert()]),
+                  torch.nn.Identity()):
+        with pytest.raises(TypeError, match=r"gpuaug.transforms.RandomOrder: expected "
+                           r"gpuaug.transforms' photometric transforms or ColorAugment, got "
+                           r"\w+ \(torchvision's RandomOrder takes any transform"):
+            T.RandomOrder([T.RandomInvert(), inner])
+    with pytest.raises(ValueError, match=r"RandomOrder: expected one reduction stage \(contrast, "
+                       r"autocontrast, equalize\) at most among its transforms' programs, got 2"):
+        T.RandomOrder([T.ColorJitter(0.4, 0.4), T.RandomEqualize()])
+    with pytest.raises(ValueError, match=r"RandomOrder: expected 16 slots at most in its "
+                       r"transforms' programs \(one call of the op\), got 17"):
+        T.RandomOrder([T.RandomInvert()] * 17)
+    with pytest.raises(ValueError, match=r"RandomOrder: RandomInvert has a generator of its "
+                       r"own: give it to the RandomOrder"):
+        T.RandomOrder([T.RandomInvert(generator=torch.Generator())])
+    with pytest.raises(ValueError, match="RandomOrder: expected at least one transform"):
+        T.RandomOrder([])
+
+
+def test_one_call():
+    """Its stages are its transforms' programs, in one call; ColorJitter(0.4)'s disabled contrast
+    is not among them."""
+    transform = T.RandomOrder([T.ColorJitter(0.4), T.RandomAutocontrast(), T.RandomInvert()])
+    assert transform.bounds == transform.program_bounds == [0, 3]
+    inside = T.Compose([T.RandomOrder([T.ColorJitter(0.4, 0.4), T.RandomInvert()]),
+                        T.RandomEqualize()])
+    assert inside.bounds == inside.program_bounds == [0, 3, 4]
