@@ -11,7 +11,8 @@ the conversion there. The same without contrast runs one pass. The batch shrinks
 per batch): their times are means over a seeded sequence. ColorAugment inside the jitter's
 Compose is set against gpuaug's two calls one after the other. The self-supervised recipes'
 colour augmentation (RandomApply of ColorJitter, p = 0.8, then RandomGrayscale, p = 0.2) is set
-against torchvision's (coins per batch) and Kornia's (per sample). Per-sample ColorJitter is
+against torchvision's (coins per batch) and Kornia's (per sample), a RandomChoice then a
+RandomOrder against torchvision's (a choice and an order per batch). Per-sample ColorJitter is
 also set against torch.compile of torchvision's formulas with per-sample factors
 (photometric_compiled.py) and against NVIDIA DALI's colour twist (photometric_dali.py).
 """
@@ -119,6 +120,25 @@ def torchvision_five() -> Optional[Callable]:
     except ImportError:
         return None
     t = v2.Compose(five_transforms(v2))
+    return lambda x, *rest: t(x)
+
+
+def choice_and_order(module):
+    """A per-sample choice of one of four, then three in a per-sample order: one call (equalize
+    its one reduction)."""
+    return [module.RandomChoice([module.RandomPosterize(4, 1.0), module.RandomSolarize(128.0, 1.0),
+                                 module.RandomEqualize(1.0), module.RandomInvert(1.0)],
+                                p=[2, 1, 1, 1]),
+            module.RandomOrder([module.ColorJitter(0.4, 0, 0.4, 0.1),
+                                module.RandomGrayscale(0.2), module.RandomInvert(0.1)])]
+
+
+def torchvision_choice_and_order() -> Optional[Callable]:
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    t = v2.Compose(choice_and_order(v2))
     return lambda x, *rest: t(x)
 
 
@@ -232,6 +252,14 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         result.append(Case("photometric 5-transform compose u8->u8", shape, u8,
                            image_inputs(shape, device), compose, baseline,
                            "torchvision Compose", 3 * pixels, random_programs=True))
+    choosing = T.Compose(choice_and_order(T))
+    baseline = torchvision_choice_and_order()
+    if baseline is not None:
+        # bytes: the histogram pass's read, then the element-wise pass's read and write
+        result.append(Case("photometric choice+order u8->u8", shape, u8,
+                           image_inputs(shape, device), choosing, baseline,
+                           "torchvision RandomChoice, RandomOrder", 3 * pixels,
+                           random_programs=True))
     ssl = T.Compose(self_supervised(T), dtype=torch.float32, mean=MEAN, std=STD)
     for baseline, label in [(torchvision_self_supervised(), "torchvision"),
                             (kornia_self_supervised(), "Kornia (per sample)")]:
