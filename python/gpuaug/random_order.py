@@ -45,18 +45,23 @@ class RandomOrder(_Container):
         super().__init__("RandomOrder", held, len(held), False, generator, len(program))
         self.first_key = self.columns[-1]
         slot_terms = self._shifted_terms()
-        # each slot's own key (its transform's: low + width u[column], in [0, 1)) and transform
-        columns = [max(int(term[2]), 0) for terms in slot_terms for term in terms]
-        self.register_buffer("key_columns", torch.tensor(columns, dtype=torch.long),
-                             persistent=False)
+        terms = [term for terms in slot_terms for term in terms]
+        transform_of = [i for i, terms in enumerate(slot_terms) for _ in terms]
+        slots = len(terms)
+        # each slot's own key, its transform's (low + width u[column], in [0, 1)), the slots of
+        # one transform, and which transform goes first where their uniforms tie
+        self.register_buffer("key_columns", torch.tensor(
+            [max(int(term[2]), 0) for term in terms], dtype=torch.long), persistent=False)
         self.register_buffer("key_terms", torch.tensor(
-            [[term[6] for terms in slot_terms for term in terms],
-             [term[7] if term[2] >= 0 else 0.0 for terms in slot_terms for term in terms]],
+            [[term[6] for term in terms], [term[7] if term[2] >= 0 else 0.0 for term in terms]],
             dtype=torch.float64), persistent=False)
-        self.register_buffer("slot_transform", torch.tensor(
-            [i for i, terms in enumerate(slot_terms) for _ in terms], dtype=torch.long),
+        self.register_buffer("slot_transform", torch.tensor(transform_of, dtype=torch.long),
+                             persistent=False)
+        self.register_buffer("same_transform", torch.tensor(
+            [[transform_of[t] == transform_of[s] for t in range(slots)] for s in range(slots)]),
             persistent=False)
-        self.register_buffer("places", torch.arange(len(program)), persistent=False)
+        self.register_buffer("transform_before", torch.ones(
+            len(held), len(held), dtype=torch.bool).tril(-1), persistent=False)
         self.derives = True
         self._set_draws()
 
@@ -65,24 +70,28 @@ class RandomOrder(_Container):
 
     def _derived(self, u: torch.Tensor) -> torch.Tensor:
         """The keys' columns: each slot's place in the sample's order, over 16. The transforms
-        run in the order of their uniforms' ranks, each its slots in the order of its own keys
-        (as the op would sort them: keys in [0, 1), ties by slot)."""
+        run in the order of their uniforms (ties by index), each its slots in the order of its
+        own keys: comparisons of a few values per sample, small kernels, no sort."""
         if self.key_columns.device != u.device:
             self.key_columns = self.key_columns.to(u.device)
         if self.key_terms.device != u.device:
             self.key_terms = self.key_terms.to(u.device)
         if self.slot_transform.device != u.device:
             self.slot_transform = self.slot_transform.to(u.device)
-        if self.places.device != u.device:
-            self.places = self.places.to(u.device)
-        n = len(self.transforms)
-        ranks = torch.argsort(torch.argsort(u[:, :n], dim=1, stable=True), dim=1, stable=True)
-        keys = torch.addcmul(self.key_terms[0], u.index_select(1, self.key_columns).double(),
-                             self.key_terms[1]) + 2 * ranks.index_select(1, self.slot_transform)
-        order = torch.argsort(keys, dim=1, stable=True)
-        place = torch.empty_like(order).scatter_(1, order, self.places.expand_as(order))
+        if self.same_transform.device != u.device:
+            self.same_transform = self.same_transform.to(u.device)
+        if self.transform_before.device != u.device:
+            self.transform_before = self.transform_before.to(u.device)
+        # each transform's place, then each slot's transform's
+        transform_places = _preceding(u[:, :len(self.transforms)], self.transform_before).sum(2)
+        ranks = transform_places.index_select(1, self.slot_transform)
+        own = torch.addcmul(self.key_terms[0], u.index_select(1, self.key_columns).double(),
+                            self.key_terms[1])
+        # slots whose own keys tie take one place: the op runs them in slot order, as it sorts
+        preceding = torch.where(self.same_transform, own.unsqueeze(1) < own.unsqueeze(2),
+                                ranks.unsqueeze(1) < ranks.unsqueeze(2))
         # places 0..15 over 16 (_MOST_SLOTS; TorchScript takes no global): exact keys in [0, 1)
-        return torch.cat([u[:, :self.first_key], place.to(u.dtype) / 16.0], 1)
+        return torch.cat([u[:, :self.first_key], preceding.sum(2).to(u.dtype) / 16.0], 1)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         joined = self._joined(u, image, False)
@@ -97,3 +106,10 @@ class RandomOrder(_Container):
                 terms.append(term[:2] + [float(self.first_key + len(terms))] + term[3:6] +
                              [0.0, 1.0])
         return terms
+
+
+def _preceding(keys: torch.Tensor, before_on_ties: torch.Tensor) -> torch.Tensor:
+    """[N, K, K]: whether value b of each row of ``keys`` ([N, K]) sorts before value a: a
+    smaller key or, on a tie, ``before_on_ties[a, b]``."""
+    later, earlier = keys.unsqueeze(2), keys.unsqueeze(1)
+    return (earlier < later) | ((earlier == later) & before_on_ties)

@@ -126,3 +126,19 @@ def test_one_call():
     inside = T.Compose([T.RandomOrder([T.ColorJitter(0.4, 0.4), T.RandomInvert()]),
                         T.RandomEqualize()])
     assert inside.bounds == inside.program_bounds == [0, 3, 4]
+
+
+def test_ties():
+    """Transforms whose uniforms tie run in their index order, as blocks; a transform's slots
+    whose keys tie (ColorAugment's six) run in slot order."""
+    transform = T.RandomOrder([T.RandomInvert(1.0), T.ColorJitter(0.4, 0, 0.4),
+                               T.ColorAugment(), T.RandomGrayscale(1.0)])
+    u = torch.rand(64, transform.uniforms)
+    u[:, 1:3] = u[:, 0:1]  # the jitter and ColorAugment tie with the invert
+    u[:, 3] = torch.where(torch.arange(64) % 2 == 0, 0.0, 0.99)  # grayscale first, or last
+    order = torch.argsort(transform._derived(u)[:, transform.first_key:], dim=1, stable=True)
+    jitter = torch.argsort(u[:, transform.columns[1] + 2:transform.columns[1] + 4], 1) + 1
+    tied = torch.cat([torch.zeros(64, 1, dtype=torch.long), jitter,
+                      torch.arange(3, 9).expand(64, 6)], 1)
+    assert torch.equal(order[0::2], torch.cat([torch.full([32, 1], 9), tied[0::2]], 1))
+    assert torch.equal(order[1::2], torch.cat([tied[1::2], torch.full([32, 1], 9)], 1))
