@@ -24,7 +24,7 @@ class RandomOrder(_Container):
     transforms' parameters (they may not have one of their own).
 
     Each sample draws a uniform per transform, whose ranks are the transforms' places, and the
-    op takes its order as a key per slot: the slot's place in the sample's order over 16, made
+    op takes its order as a key per slot: the slot's place in the sample's order (over 16), made
     of those ranks and the transforms' own keys (the sample's draws: no kernel of their own)."""
 
     def __init__(self, transforms: Sequence[nn.Module], *,
@@ -46,22 +46,20 @@ class RandomOrder(_Container):
         self.first_key = self.columns[-1]
         slot_terms = self._shifted_terms()
         terms = [term for terms in slot_terms for term in terms]
-        transform_of = [i for i, terms in enumerate(slot_terms) for _ in terms]
-        slots = len(terms)
-        # each slot's own key, its transform's (low + width u[column], in [0, 1)), the slots of
-        # one transform, and which transform goes first where their uniforms tie
+        # transform c's key, (v + 2^-60) (1 + c 2^-40) of its uniform v (24 bits): in v's
+        # order, ties (and zeros) in c's, every key apart in float64
+        scales = [1.0 + c * 2.0 ** -40 for c in range(len(held))]
+        self.register_buffer("transform_terms", torch.tensor(
+            [[2.0 ** -60 * f for f in scales], scales], dtype=torch.float64), persistent=False)
+        # each slot's own key, its transform's: low + width u[column], in [0, 1)
         self.register_buffer("key_columns", torch.tensor(
             [max(int(term[2]), 0) for term in terms], dtype=torch.long), persistent=False)
         self.register_buffer("key_terms", torch.tensor(
             [[term[6] for term in terms], [term[7] if term[2] >= 0 else 0.0 for term in terms]],
             dtype=torch.float64), persistent=False)
-        self.register_buffer("slot_transform", torch.tensor(transform_of, dtype=torch.long),
-                             persistent=False)
-        self.register_buffer("same_transform", torch.tensor(
-            [[transform_of[t] == transform_of[s] for t in range(slots)] for s in range(slots)]),
+        self.register_buffer("slot_transform", torch.tensor(
+            [i for i, terms in enumerate(slot_terms) for _ in terms], dtype=torch.long),
             persistent=False)
-        self.register_buffer("transform_before", torch.ones(
-            len(held), len(held), dtype=torch.bool).tril(-1), persistent=False)
         self.derives = True
         self._set_draws()
 
@@ -69,29 +67,27 @@ class RandomOrder(_Container):
         return [self.program]  # one call: its stages are the programs
 
     def _derived(self, u: torch.Tensor) -> torch.Tensor:
-        """The keys' columns: each slot's place in the sample's order, over 16. The transforms
-        run in the order of their uniforms (ties by index), each its slots in the order of its
-        own keys: comparisons of a few values per sample, small kernels, no sort."""
+        """The keys' columns: each slot's place in the sample's order. The transforms run in
+        the order of their uniforms, each its slots in the order of its own keys: comparisons of
+        a few values per sample in float64, ten small kernels, no sort. A slot's key is twice its
+        transform's place plus its own key, exact but where two of a transform's own keys are
+        both below 2^-24 (a uniform that small); keys that tie take one place, and the op runs
+        them in slot order, as it sorts keys."""
+        if self.transform_terms.device != u.device:
+            self.transform_terms = self.transform_terms.to(u.device)
         if self.key_columns.device != u.device:
             self.key_columns = self.key_columns.to(u.device)
         if self.key_terms.device != u.device:
             self.key_terms = self.key_terms.to(u.device)
         if self.slot_transform.device != u.device:
             self.slot_transform = self.slot_transform.to(u.device)
-        if self.same_transform.device != u.device:
-            self.same_transform = self.same_transform.to(u.device)
-        if self.transform_before.device != u.device:
-            self.transform_before = self.transform_before.to(u.device)
-        # each transform's place, then each slot's transform's
-        transform_places = _preceding(u[:, :len(self.transforms)], self.transform_before).sum(2)
-        ranks = transform_places.index_select(1, self.slot_transform)
-        own = torch.addcmul(self.key_terms[0], u.index_select(1, self.key_columns).double(),
+        transform_keys = torch.addcmul(self.transform_terms[0], u[:, :len(self.transforms)],
+                                       self.transform_terms[1])
+        own = torch.addcmul(self.key_terms[0], u.index_select(1, self.key_columns),
                             self.key_terms[1])
-        # slots whose own keys tie take one place: the op runs them in slot order, as it sorts
-        preceding = torch.where(self.same_transform, own.unsqueeze(1) < own.unsqueeze(2),
-                                ranks.unsqueeze(1) < ranks.unsqueeze(2))
-        # places 0..15 over 16 (_MOST_SLOTS; TorchScript takes no global): exact keys in [0, 1)
-        return torch.cat([u[:, :self.first_key], preceding.sum(2).to(u.dtype) / 16.0], 1)
+        keys = torch.add(own, _places(transform_keys, torch.int64).index_select(
+            1, self.slot_transform), alpha=2)
+        return torch.cat([u[:, :self.first_key], _places(keys, u.dtype)], 1)
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         joined = self._joined(u, image, False)
@@ -99,17 +95,15 @@ class RandomOrder(_Container):
                                                         stable=True), joined["apply"])
 
     def _affine_terms(self) -> List[List[float]]:
-        # the transforms' terms, each slot keyed by its column of places (key = u)
+        # the transforms' terms, each slot keyed by its column of places: place / 16, in [0, 1)
         terms: List[List[float]] = []
         for shifted in self._shifted_terms():
             for term in shifted:
                 terms.append(term[:2] + [float(self.first_key + len(terms))] + term[3:6] +
-                             [0.0, 1.0])
+                             [0.0, 1.0 / _MOST_SLOTS])
         return terms
 
 
-def _preceding(keys: torch.Tensor, before_on_ties: torch.Tensor) -> torch.Tensor:
-    """[N, K, K]: whether value b of each row of ``keys`` ([N, K]) sorts before value a: a
-    smaller key or, on a tie, ``before_on_ties[a, b]``."""
-    later, earlier = keys.unsqueeze(2), keys.unsqueeze(1)
-    return (earlier < later) | ((earlier == later) & before_on_ties)
+def _places(keys: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Each key's place in its row of ``keys`` ([N, K]): how many of the row are smaller."""
+    return (keys.unsqueeze(1) < keys.unsqueeze(2)).sum(2, dtype=dtype)
