@@ -212,3 +212,17 @@ def assert_same_bits(actual, expected, what=""):
         assert torch.equal(as_bits(a), as_bits(e)), (
             f"{what}: result {i} differs in {(as_bits(a) != as_bits(e)).sum().item()} of "
             f"{a.numel()} elements")
+
+
+def uint8_image(shape, device, seed):
+    """Random uint8 images, the same for a seed on every device."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).to(device)
+
+
+def assert_fresh_draws_replay(make, device):
+    """A photometric transform's fresh draws (the op making the parameters of its uniforms)
+    equal its ``sample_params`` replayed; ``make`` builds it anew, its generator's state alike."""
+    image = uint8_image([32, 3, 5, 7], device, seed=1)
+    params = make().sample_params(image)
+    assert torch.equal(make()(image), make()(image, params))

@@ -3,14 +3,9 @@ torchvision are test_photometric.py's (its "RandomApply" and "self-supervised Co
 with compile, export, TorchScript and CUDA graphs)."""
 import pytest
 import torch
-from gpuaug_testing import DEVICES
+from gpuaug_testing import DEVICES, assert_fresh_draws_replay, uint8_image
 
 from gpuaug import transforms as T
-
-
-def image_of(shape, device, seed):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).to(device)
 
 
 def made(device):
@@ -50,10 +45,7 @@ def made(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_fresh_draws_replay(name, device):
     """Fresh draws (the uniforms and their terms, in the op) equal sample_params' replayed."""
-    image = image_of([32, 3, 5, 7], device, seed=1)
-    make = made(device)[name]
-    params = make().sample_params(image)
-    assert torch.equal(make()(image), make()(image, params))
+    assert_fresh_draws_replay(made(device)[name], device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -61,7 +53,7 @@ def test_a_coin_per_sample(device):
     """Each sample runs all the transforms or none, with probability p; the others stay as they
     were, and the transforms run in turn."""
     transform = T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomInvert(1.0)], p=0.3)
-    image = image_of([4000, 3, 2, 2], device, seed=2)
+    image = uint8_image([4000, 3, 2, 2], device, seed=2)
     params = transform.sample_params(image)
     apply = params["apply"]
     assert apply.shape == (4000, 5)
@@ -84,7 +76,7 @@ def test_own_coins_nest_in_its_coin(in_compose, device):
     transform = T.RandomApply([T.RandomInvert(0.5), T.RandomGrayscale(0.4)], p=0.6)
     if in_compose:  # its columns after another transform's: the nesting moves with them
         transform = T.Compose([T.RandomSolarize(128.0, 0.5), transform])
-    image = image_of([20000, 3, 1, 2], device, seed=3)
+    image = uint8_image([20000, 3, 1, 2], device, seed=3)
     torch.manual_seed(5)
     params = transform.sample_params(image)
     torch.manual_seed(5)
@@ -116,7 +108,7 @@ def test_a_call_per_reduction():
     assert disabled_contrast.bounds == [0, 4, 5] and disabled_contrast.program_bounds == [0, 2]
     two = T.RandomApply([T.ColorJitter(0.4, 0.4), T.RandomInvert(), T.RandomEqualize()])
     assert two.bounds == [0, 5, 6] and two.program_bounds == [0, 3, 4]
-    image = image_of([16, 3, 6, 5], "cpu", seed=4)
+    image = uint8_image([16, 3, 6, 5], "cpu", seed=4)
     for transform in (disabled_contrast, two):
         torch.manual_seed(8)
         params = transform.sample_params(image)
@@ -161,7 +153,7 @@ def test_compiled_inside_a_model(device, fresh_dynamo):
             return self.augment(x, params) * 2
 
     model = Model()
-    image = image_of([4, 3, 8, 8], device, seed=11)
+    image = uint8_image([4, 3, 8, 8], device, seed=11)
     params = model.augment.sample_params(image)
     compiled = torch.compile(model, fullgraph=True)
     assert torch.equal(compiled(image, params), model(image, params))

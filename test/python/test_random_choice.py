@@ -3,14 +3,9 @@ against torchvision are test_photometric.py's (its "RandomChoice" entries, with 
 TorchScript and CUDA graphs)."""
 import pytest
 import torch
-from gpuaug_testing import DEVICES
+from gpuaug_testing import DEVICES, assert_fresh_draws_replay, uint8_image
 
 from gpuaug import transforms as T
-
-
-def image_of(shape, device, seed):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).to(device)
 
 
 def made(device):
@@ -40,10 +35,7 @@ def made(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_fresh_draws_replay(name, device):
     """Fresh draws (the uniforms and their terms, in the op) equal sample_params' replayed."""
-    image = image_of([32, 3, 5, 7], device, seed=1)
-    make = made(device)[name]
-    params = make().sample_params(image)
-    assert torch.equal(make()(image), make()(image, params))
+    assert_fresh_draws_replay(made(device)[name], device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -53,7 +45,7 @@ def test_one_choice_per_sample(device):
     transform = T.RandomChoice([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomInvert(1.0),
                                 T.RandomGrayscale(1.0), T.RandomSolarize(10.0, 1.0)],
                                p=[2.0, 1.0, 0.0, 1.0])
-    image = image_of([20000, 3, 1, 2], device, seed=2)
+    image = uint8_image([20000, 3, 1, 2], device, seed=2)
     torch.manual_seed(3)
     params = transform.sample_params(image)
     torch.manual_seed(3)
@@ -79,7 +71,7 @@ def test_own_coins_nest_in_the_choice(in_compose, device):
                                 T.RandomSolarize(128.0, 0.8)], p=[0.5, 0.25, 0.25])
     if in_compose:  # its columns after another transform's: the nesting moves with them
         transform = T.Compose([T.RandomPosterize(4, 0.5), transform])
-    image = image_of([20000, 3, 1, 2], device, seed=3)
+    image = uint8_image([20000, 3, 1, 2], device, seed=3)
     torch.manual_seed(5)
     params = transform.sample_params(image)
     torch.manual_seed(5)

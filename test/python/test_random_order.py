@@ -5,14 +5,9 @@ import itertools
 
 import pytest
 import torch
-from gpuaug_testing import DEVICES
+from gpuaug_testing import DEVICES, assert_fresh_draws_replay, uint8_image
 
 from gpuaug import transforms as T
-
-
-def image_of(shape, device, seed):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).to(device)
 
 
 def made(device):
@@ -35,15 +30,20 @@ def made(device):
     }
 
 
+def assert_orders_alike(orders):
+    """Rows of permutations of three ([N, 3]): each of the six in a sixth of them."""
+    n, p = len(orders), 1 / 6
+    for permutation in itertools.permutations(range(3)):
+        got = (orders == torch.tensor(permutation)).all(1).double().mean().item()
+        assert abs(got - p) < 5 * (p * (1 - p) / n) ** 0.5, (permutation, got)
+
+
 @pytest.mark.parametrize("name", list(made("cpu")))
 @pytest.mark.parametrize("device", DEVICES)
 def test_fresh_draws_replay(name, device):
     """Fresh draws (the uniforms and the keys made of them, in the op) equal sample_params'
     replayed."""
-    image = image_of([32, 3, 5, 7], device, seed=1)
-    make = made(device)[name]
-    params = make().sample_params(image)
-    assert torch.equal(make()(image), make()(image, params))
+    assert_fresh_draws_replay(made(device)[name], device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -51,26 +51,22 @@ def test_every_order_alike(device):
     """Three one-slot transforms: each of the six orders in a sixth of the samples."""
     transform = T.RandomOrder([T.RandomInvert(1.0), T.RandomGrayscale(1.0),
                                T.RandomSolarize(100.0, 1.0)])
-    image = image_of([12000, 3, 1, 2], device, seed=2)
+    image = uint8_image([12000, 3, 1, 2], device, seed=2)
     torch.manual_seed(4)
     params = transform.sample_params(image)
     torch.manual_seed(4)
     assert torch.equal(transform(image), transform(image, params))
-    order = params["order"].cpu()
-    n, p = len(order), 1 / 6
-    for permutation in itertools.permutations(range(3)):
-        got = (order == torch.tensor(permutation)).all(1).double().mean().item()
-        assert abs(got - p) < 5 * (p * (1 - p) / n) ** 0.5, (permutation, got)
+    assert_orders_alike(params["order"].cpu())
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_transforms_keep_their_own_order(device):
-    """A transform's slots run together, in its own order: ColorJitter's own order of its four
-    adjustments (each of the six of three), RandomPhotometricDistort's contrast second or fourth
-    (half each), whichever transform runs first."""
+    """A transform's slots run together, in its own order: ColorJitter's own order of its three
+    adjustments (each of the six), RandomPhotometricDistort's contrast second or fourth (half
+    each), the transforms in each of their six orders alike."""
     transform = T.RandomOrder([T.ColorJitter(0.4, 0, 0.4, 0.1), T.RandomInvert(1.0),
                                T.RandomPhotometricDistort(p=1.0)])
-    image = image_of([12000, 3, 1, 2], device, seed=5)
+    image = uint8_image([12000, 3, 1, 2], device, seed=5)
     torch.manual_seed(6)
     params = transform.sample_params(image)
     torch.manual_seed(6)
@@ -84,11 +80,7 @@ def test_transforms_keep_their_own_order(device):
         first = places.min(1).values
         assert torch.equal(places.max(1).values - first, torch.full([n], len(block) - 1))
         firsts.append(first)
-    # the transforms' orders: six, alike
-    transforms_order = torch.argsort(torch.stack(firsts, 1), 1)
-    for permutation in itertools.permutations(range(3)):
-        got = (transforms_order == torch.tensor(permutation)).all(1).double().mean().item()
-        assert abs(got - 1 / 6) < 5 * (5 / 36 / n) ** 0.5
+    assert_orders_alike(torch.argsort(torch.stack(firsts, 1), 1))
     jitter = torch.stack([order[i, order[i] < 3] for i in range(n)])
     assert len(torch.unique(jitter, dim=0)) == 6
     distort = torch.stack([order[i, order[i] >= 4] for i in range(n)]) - 4
