@@ -24,8 +24,8 @@ class RandomOrder(_Container):
     transforms' parameters (they may not have one of their own).
 
     Each sample draws a uniform per transform, whose ranks are the transforms' places, and the
-    op takes its order as a key per slot: the slot's place in the sample's order (over 16), made
-    of those ranks and the transforms' own keys (the sample's draws: no kernel of their own)."""
+    op takes its order as a key per slot: the slot's place in the sample's order (over 16),
+    made of those ranks and the transforms' own keys by ten small kernels (no sort)."""
 
     def __init__(self, transforms: Sequence[nn.Module], *,
                  generator: Optional[torch.Generator] = None) -> None:
@@ -46,8 +46,8 @@ class RandomOrder(_Container):
         self.first_key = self.columns[-1]
         slot_terms = self._shifted_terms()
         terms = [term for terms in slot_terms for term in terms]
-        # transform c's key, (v + 2^-60) (1 + c 2^-40) of its uniform v (24 bits): in v's
-        # order, ties (and zeros) in c's, every key apart in float64
+        # transform c's key, (v + 2^-60) (1 + c 2^-40) of its float32 uniform v: in v's order,
+        # ties (and zeros) in c's, every two keys apart in float64
         scales = [1.0 + c * 2.0 ** -40 for c in range(len(held))]
         self.register_buffer("transform_terms", torch.tensor(
             [[2.0 ** -60 * f for f in scales], scales], dtype=torch.float64), persistent=False)
