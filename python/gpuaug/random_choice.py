@@ -41,13 +41,12 @@ class RandomChoice(_Container):
         super().__init__("RandomChoice", transforms, 1 + count, True, generator)
         total = sum(weights)
         self.p = [w / total for w in weights]
-        # transform i's interval of the choice uniform (the last one's end 1: a carrier or coin
-        # drawn as 1 where its interval's container fell outside stays outside)
+        # transform i's interval of the choice uniform (the last one's end 1, past every
+        # uniform, whatever the sum's rounding)
         edges = [0.0]
         for w in self.p:
             edges.append(edges[-1] + w)
         edges[-1] = 1.0
-        self.edges = edges
         nesting: List[List[float]] = []
         for i, shifted in enumerate(self._shifted_terms()):
             for column in sorted({1.0 + i} | {float(term[1]) for term in shifted
