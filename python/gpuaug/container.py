@@ -1,19 +1,20 @@
-"""What RandomApply, RandomChoice and RandomOrder share: photometric transforms held in turn,
-their uniforms after the container's own columns, their params side by side."""
+"""What RandomApply, RandomChoice and RandomOrder share: photometric transforms held in turn
+(Composes and containers among them), their uniforms after the container's own columns, their
+params side by side, their nesting inside the container's."""
 
 from typing import Dict, List, Optional, Sequence
 
 import torch
 from torch import nn
 
-from .photo import Compose, _color_augment_stage, _concatenated, _Photometric
+from .photo import _color_augment_stage, _concatenated, _merged_levels, _Photometric, _set_nesting
 
 
 class _Container(_Photometric):
-    """``transforms`` (gpuaug's photometric transforms or ColorAugment) with their uniforms
-    after the container's ``leading`` columns and before its ``trailing`` ones. ``whole``: its
-    stages are its transforms' whole stages (their ``sample_params``' slots), else their
-    programs (as a Compose's)."""
+    """``transforms`` (gpuaug's photometric transforms, Composes, containers or ColorAugment)
+    with their uniforms after the container's ``leading`` columns and before its ``trailing``
+    ones. ``whole``: its stages are its transforms' whole stages (their ``sample_params``'
+    slots), else their programs (as a Compose's)."""
 
     def __init__(self, owner: str, transforms: Sequence[nn.Module], leading: int, whole: bool,
                  generator: Optional[torch.Generator], trailing: int = 0) -> None:
@@ -32,14 +33,38 @@ class _Container(_Photometric):
                                                   for t in transforms]), persistent=False)
         self.register_buffer("program_offsets", _offsets([len(t.program) for t in transforms]),
                              persistent=False)
+        # a held RandomOrder's keys are made after the nesting
+        self.held_derive = any(t.derives for t in transforms)
+        self.derives = self.held_derive
 
     def _check(self, image: torch.Tensor) -> None:
         for t in self.transforms:
             t._check(image)
 
     def _units(self, whole: bool) -> List[List[int]]:
-        # its transforms run in turn: a call of the op may end between them
-        return [t.stages if whole else t.program for t in self.transforms]
+        # its transforms run in turn: a call of the op may end between them (and inside a held
+        # Compose or container, between its own)
+        units: List[List[int]] = []
+        for t in self.transforms:
+            units += t._units(whole)
+        return units
+
+    def _nest(self, rows: List[List[float]]) -> None:
+        """Its nesting: ``rows`` (its own coins' intervals) outermost, then its transforms'."""
+        _set_nesting(self, ([rows] if len(rows) > 0 else []) +
+                     _merged_levels([t.nesting for t in self.transforms], self.columns[:-1]))
+
+    def _derived(self, u: torch.Tensor) -> torch.Tensor:
+        if not self.held_derive:
+            return u
+        return self._held_derived(u)
+
+    def _held_derived(self, u: torch.Tensor) -> torch.Tensor:
+        """``u`` with its transforms' derived columns (a held RandomOrder's keys)."""
+        return torch.cat([u[:, :self.columns[0]]] +
+                         [t._derived(u[:, self.columns[i]:self.columns[i + 1]])
+                          for i, t in enumerate(self.transforms)] +
+                         [u[:, self.columns[-1]:]], 1)
 
     def _joined(self, u: torch.Tensor, image: torch.Tensor,
                 whole: bool) -> Dict[str, torch.Tensor]:
@@ -55,6 +80,14 @@ class _Container(_Photometric):
         if self.program_offsets.device != image.device:
             self.program_offsets = self.program_offsets.to(image.device)
         return _concatenated(parts, self.offsets if whole else self.program_offsets)
+
+    def _own_coin(self, i: int, term: List[float]) -> bool:
+        """Whether a slot's shifted term (``_shifted_terms``) of transform i flips a coin of its
+        own: one that may fall against, or one that transform nests (a held RandomChoice's
+        carrier, bound 1, drawn as 1 where not chosen)."""
+        nested = {row[0] + self.columns[i] for level in self.transforms[i].nesting
+                  for row in level}
+        return term[1] >= 0 and (term[5] < 1.0 or term[1] in nested)
 
     def _shifted_terms(self) -> List[List[List[float]]]:
         """Each transform's ``_affine_terms``, their columns shifted to the container's."""
@@ -80,11 +113,6 @@ def _held(transforms: Sequence[nn.Module], owner: str) -> List[nn.Module]:
     return held
 
 
-def _has_own_coin(term: List[float]) -> bool:
-    """Whether a slot's term (``_affine_terms``) flips a coin: one that may fall against."""
-    return term[1] >= 0 and term[5] < 1.0
-
-
 def _offsets(lengths: List[int]) -> torch.Tensor:
     """Each slot's transform's first slot, for slots of transforms of ``lengths`` in turn."""
     offsets: List[int] = []
@@ -94,13 +122,14 @@ def _offsets(lengths: List[int]) -> torch.Tensor:
 
 
 def _check_transform(t: nn.Module, owner: str) -> None:
-    if not isinstance(t, _Photometric) or isinstance(t, (Compose, _Container)):
+    if not isinstance(t, _Photometric):
         raise TypeError(f"gpuaug.transforms.{owner}: expected gpuaug.transforms' photometric "
-                        f"transforms or ColorAugment, got {type(t).__name__} (torchvision's "
-                        f"{owner} takes any transform, with one draw a call)")
+                        f"transforms, Composes of them or ColorAugment, got {type(t).__name__} "
+                        f"(torchvision's {owner} takes any transform, with one draw a call)")
     if t.dtype is not None or t.mean is not None:
         raise ValueError(f"gpuaug.transforms.{owner}: a transform in it cannot convert the "
                          "output: pass 'dtype', 'mean' and 'std' to a Compose around it")
-    if t.generator is not None:
+    if t._own_generators():
         raise ValueError(f"gpuaug.transforms.{owner}: {type(t).__name__} has a generator of "
-                         f"its own: give it to the {owner}, which draws for its transforms")
+                         f"its own, or holds one that has: give it to the {owner}, which draws "
+                         "for its transforms")

@@ -197,22 +197,42 @@ def _drawn_terms(terms: List[List[float]], first_column: int,
              key_offset + t[6], float(t[7])] for t in terms]
 
 
-def _set_nesting(module: nn.Module, nesting: List[List[float]]) -> None:
-    """A transform's ``nesting`` ([column, coin column, low, high] rows: the column stays where
-    the coin is in [low, high), RandomApply's coin below its p, RandomChoice's in its transform's
-    interval) and the buffers ``_nested`` reads: for each column of its uniforms, the column of
-    the coin it nests in (its own where none) and that coin's interval ([0, 2): none)."""
-    module.nesting = nesting
-    outer = list(range(module.uniforms))
-    lows, highs = [0.0] * module.uniforms, [2.0] * module.uniforms
-    for column, coin, low, high in nesting:
-        outer[int(column)], lows[int(column)], highs[int(column)] = int(coin), low, high
+def _set_nesting(module: nn.Module, levels: List[List[List[float]]]) -> None:
+    """A transform's nesting ``levels``, outermost first, each of [column, coin column, low,
+    high] rows (the column stays where the coin is in [low, high): RandomApply's coin below its
+    p, RandomChoice's in its transform's interval; a column at most once a level), and the
+    buffers ``_nested`` reads: per level, for each column of its uniforms, the column of the coin
+    it nests in (its own where none) and that coin's interval ([0, 2): none)."""
+    module.nesting = levels
+    outer = [list(range(module.uniforms)) for _ in levels]
+    lows = [[0.0] * module.uniforms for _ in levels]
+    highs = [[2.0] * module.uniforms for _ in levels]
+    for level, rows in enumerate(levels):
+        for column, coin, low, high in rows:
+            c = int(column)
+            outer[level][c], lows[level][c], highs[level][c] = int(coin), low, high
     # lows above 0 take a second comparison (RandomChoice's intervals but the first)
-    module.nest_two_sided = any(low > 0.0 for low in lows)
-    module.register_buffer("nest_outer", torch.tensor(outer, dtype=torch.long), persistent=False)
-    module.register_buffer("nest_lows", torch.tensor(lows, dtype=torch.float32), persistent=False)
-    module.register_buffer("nest_bounds", torch.tensor(highs, dtype=torch.float32),
+    module.nest_two_sided = any(low > 0.0 for rows in lows for low in rows)
+    shape = [len(levels), module.uniforms]
+    module.register_buffer("nest_outer", torch.tensor(outer, dtype=torch.long).view(shape),
                            persistent=False)
+    module.register_buffer("nest_lows", torch.tensor(lows, dtype=torch.float32).view(shape),
+                           persistent=False)
+    module.register_buffer("nest_bounds", torch.tensor(highs, dtype=torch.float32).view(shape),
+                           persistent=False)
+
+
+def _merged_levels(parts: List[List[List[List[float]]]],
+                   columns: List[int]) -> List[List[List[float]]]:
+    """The nesting levels of transforms side by side, part i's columns shifted by
+    ``columns[i]``: their level k's rows together (their columns do not meet)."""
+    levels: List[List[List[float]]] = []
+    for part, first in zip(parts, columns):
+        for k, rows in enumerate(part):
+            if k == len(levels):
+                levels.append([])
+            levels[k] += [[c + first, coin + first, low, high] for c, coin, low, high in rows]
+    return levels
 
 
 def _call_bounds(units: List[List[int]]) -> List[int]:
@@ -260,7 +280,7 @@ class _Photometric(TorchvisionInputs, nn.Module):
     bounds: List[int]
     program_bounds: List[int]
     call_draws: List[List[float]]
-    nesting: List[List[float]]
+    nesting: List[List[List[float]]]
     nest_two_sided: bool
     derives: bool
     dtype: Optional[torch.dtype]
@@ -365,6 +385,10 @@ class _Photometric(TorchvisionInputs, nn.Module):
     def _uniforms(self, image: torch.Tensor) -> torch.Tensor:
         return _rand([_samples(image), self.uniforms], image, self.generator)
 
+    def _own_generators(self) -> bool:
+        """Whether it or a transform it holds draws with a generator of its own."""
+        return self.generator is not None
+
     def _prepared(self, u: torch.Tensor) -> torch.Tensor:
         """The drawn uniforms as the op and ``_params_from`` take them."""
         return self._derived(self._nested(u))
@@ -372,20 +396,23 @@ class _Photometric(TorchvisionInputs, nn.Module):
     def _nested(self, u: torch.Tensor) -> torch.Tensor:
         """Each coin of ``nesting`` drawn as 1 (never below a coin's bound) where the coin it
         nests in fell outside its interval (the op's coins are one uniform each: RandomApply's
-        transforms with a p of their own apply where both fall for them)."""
+        transforms with a p of their own apply where both fall for them). Levels outermost
+        first: a coin an outer level set to 1 falls outside every interval of an inner one."""
         if len(self.nesting) == 0:
             return u
         if self.nest_outer.device != u.device:
             self.nest_outer = self.nest_outer.to(u.device)
         if self.nest_bounds.device != u.device:
             self.nest_bounds = self.nest_bounds.to(u.device)
-        outer = u.index_select(1, self.nest_outer)
-        outside = outer >= self.nest_bounds
-        if self.nest_two_sided:
-            if self.nest_lows.device != u.device:
-                self.nest_lows = self.nest_lows.to(u.device)
-            outside = outside.logical_or_(outer < self.nest_lows)
-        return u.masked_fill(outside, 1.0)
+        if self.nest_lows.device != u.device:
+            self.nest_lows = self.nest_lows.to(u.device)
+        for level in range(len(self.nesting)):
+            outer = u.index_select(1, self.nest_outer[level])
+            outside = outer >= self.nest_bounds[level]
+            if self.nest_two_sided:
+                outside = outside.logical_or_(outer < self.nest_lows[level])
+            u = u.masked_fill(outside, 1.0)
+        return u
 
     def _derived(self, u: torch.Tensor) -> torch.Tensor:
         # columns made of the others after the nesting: RandomOrder's keys
@@ -726,10 +753,12 @@ class Compose(_Photometric):
     a contrast stage, and ColorJitter where its contrast is enabled): ColorJitter(0.4, 0.4) then
     RandomAutocontrast is two calls, ColorJitter(0.4, 0, 0.4) then RandomAutocontrast one. Its
     ``sample_params`` covers the slots of its transforms' programs (a ColorJitter's enabled
-    adjustments), one after the other. A :class:`gpuaug.transforms.ColorAugment` joins as the
-    op's COLOR_AUGMENT stage (gpuaug.color_transform's formula, in the same pass), with the
-    ranges, p and generator it has when the Compose is made; its draws there are the Compose's
-    (seven uniforms a sample), not those of its own ``sample_params``."""
+    adjustments), one after the other. It holds Composes and the containers (RandomApply,
+    RandomChoice, RandomOrder) as it holds transforms, without an output conversion of their
+    own. A :class:`gpuaug.transforms.ColorAugment` joins as the op's COLOR_AUGMENT stage
+    (gpuaug.color_transform's formula, in the same pass), with the ranges, p and generator it
+    has when the Compose is made; its draws there are the Compose's (seven uniforms a sample),
+    not those of its own ``sample_params``."""
 
     def __init__(self, transforms: Sequence[nn.Module], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
@@ -738,7 +767,7 @@ class Compose(_Photometric):
         transforms = [_color_augment_stage(t) if isinstance(t, ColorAugment) else t
                       for t in transforms]
         for t in transforms:
-            if not isinstance(t, _Photometric) or isinstance(t, Compose):
+            if not isinstance(t, _Photometric):
                 raise TypeError("gpuaug.transforms.Compose: expected gpuaug.transforms' "
                                 "photometric transforms or ColorAugment, got "
                                 f"{type(t).__name__}")
@@ -762,15 +791,14 @@ class Compose(_Photometric):
         # index, so that they run in turn
         self._set_calls([slot for i, t in enumerate(transforms)
                          for slot in _drawn_terms(t._affine_terms(), self.columns[i], float(i))])
-        _set_nesting(self, [[c + self.columns[i], coin + self.columns[i], low, high]
-                            for i, t in enumerate(transforms) for c, coin, low, high in t.nesting])
+        _set_nesting(self, _merged_levels([t.nesting for t in transforms], self.columns))
         self.derives = any(t.derives for t in transforms)
 
     def _own_generators(self) -> bool:
         # looked up per call: a transform's generator may be set after the Compose was made
         own = False
         for t in self.transforms:
-            own = own or t.generator is not None
+            own = own or t._own_generators()
         return own
 
     def _uniforms(self, image: torch.Tensor) -> torch.Tensor:
@@ -782,10 +810,9 @@ class Compose(_Photometric):
             parts.append(t._uniforms(image))
         return torch.cat(parts, 1)
 
-    def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         if self.offsets.device != image.device:
             self.offsets = self.offsets.to(image.device)
-        u = self._prepared(self._uniforms(image))
         return _concatenated([t._program_params(u[:, self.columns[i]:self.columns[i + 1]], image)
                               for i, t in enumerate(self.transforms)], self.offsets)
 
@@ -798,6 +825,14 @@ class Compose(_Photometric):
     def _check(self, image: torch.Tensor) -> None:
         for t in self.transforms:
             t._check(image)
+
+    def _affine_terms(self) -> List[List[float]]:
+        # (in a container) its transforms' terms on their columns; transform i's keys k in
+        # [0, 1) become (i + k) / n, so that they run in turn and stay in [0, 1)
+        n = len(self.transforms)
+        return [[c if c < 0 else c + self.columns[i] for c in term[:3]] + term[3:6] +
+                [(i + term[6]) / n, term[7] / n]
+                for i, t in enumerate(self.transforms) for term in t._affine_terms()]
 
     def _units(self, whole: bool) -> List[List[int]]:
         # its stages are its transforms' programs

@@ -6,17 +6,18 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
-from .container import _Container, _has_own_coin
-from .photo import _params, _set_nesting
+from .container import _Container
+from .photo import _params
 
 
 class RandomApply(_Container):
     """torchvision.transforms.v2.RandomApply, per sample: each sample runs ``transforms`` in turn
     with probability ``p``, or none of them; a transform with a p of its own (RandomInvert(0.5),
     RandomPhotometricDistort, ColorAugment(p=0.5)) then flips its own coins as it would alone.
-    ``transforms`` are gpuaug's photometric transforms or ColorAugment. ``sample_params`` gives
-    the slots of the transforms' ``sample_params`` one after the other, ``apply`` false where
-    the sample's coin fell against; it joins a :class:`Compose` as its transforms do.
+    ``transforms`` are gpuaug's photometric transforms, Composes of them, containers (RandomApply,
+    RandomChoice, RandomOrder) or ColorAugment. ``sample_params`` gives the slots of the transforms'
+    ``sample_params`` one after the other, ``apply`` false where the sample's coin fell against; it
+    joins a :class:`Compose` as its transforms do.
     ``generator`` draws the coins and the transforms' parameters (they may not have one of their
     own). Each stage of the op takes one coin: a transform's own coin is drawn as 1 (never
     applying) where RandomApply's fell against, so that it applies where both fall for it. Its
@@ -30,9 +31,9 @@ class RandomApply(_Container):
         super().__init__("RandomApply", transforms, 1, True, generator)
         self.p = float(p)
         # the transforms' own coins nest in RandomApply's
-        _set_nesting(self, [[c, 0.0, 0.0, self.p] for c in sorted(
-            {float(term[1]) for terms in self._shifted_terms() for term in terms
-             if _has_own_coin(term)})])
+        self._nest([[c, 0.0, 0.0, self.p] for c in sorted(
+            {float(term[1]) for i, terms in enumerate(self._shifted_terms()) for term in terms
+             if self._own_coin(i, term)})])
         self._set_draws()
         self._describe([f"p={self.p}"])
 
@@ -54,7 +55,7 @@ class RandomApply(_Container):
         terms: List[List[float]] = []
         for i, shifted in enumerate(self._shifted_terms()):
             for term in shifted:
-                coin, bound = (term[1], term[5]) if _has_own_coin(term) else (0, self.p)
+                coin, bound = (term[1], term[5]) if self._own_coin(i, term) else (0, self.p)
                 terms.append([term[0], coin, term[2], term[3], term[4], bound,
                               (i + term[6]) / n, term[7] / n])
         return terms

@@ -7,18 +7,19 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
-from .container import _Container, _has_own_coin
-from .photo import _params, _set_nesting
+from .container import _Container
+from .photo import _params
 
 
 class RandomChoice(_Container):
-    """torchvision.transforms.v2.RandomChoice, per sample: each sample runs one of
-    ``transforms``, transform i with probability ``p[i]`` (normalised to sum 1; None: all alike);
-    a transform with a p of its own (RandomInvert(0.5)) then flips its own coins as it would
-    alone. ``transforms`` are gpuaug's photometric transforms or ColorAugment. ``sample_params``
-    gives the slots of the transforms' ``sample_params`` one after the other, ``apply`` false
-    but for the sample's choice; it joins a :class:`Compose` as its transforms do. ``generator``
-    draws the choices and the transforms' parameters (they may not have one of their own).
+    """torchvision.transforms.v2.RandomChoice, per sample: each sample runs one of ``transforms``,
+    transform i with probability ``p[i]`` (normalised to sum 1; None: all alike); a transform with a
+    p of its own (RandomInvert(0.5)) then flips its own coins as it would alone. ``transforms`` are
+    gpuaug's photometric transforms, Composes of them, containers (RandomApply, RandomChoice,
+    RandomOrder) or ColorAugment. ``sample_params`` gives the slots of the transforms'
+    ``sample_params`` one after the other, ``apply`` false but for the sample's choice; it joins a
+    :class:`Compose` as its transforms do. ``generator`` draws the choices and the transforms'
+    parameters (they may not have one of their own).
 
     Each sample draws one uniform for its choice, transform i taking the interval [p[0] + ... +
     p[i-1], p[0] + ... + p[i]) of it, and a carrier uniform per transform, drawn as 1 outside
@@ -50,9 +51,9 @@ class RandomChoice(_Container):
         nesting: List[List[float]] = []
         for i, shifted in enumerate(self._shifted_terms()):
             for column in sorted({1.0 + i} | {float(term[1]) for term in shifted
-                                             if _has_own_coin(term)}):
+                                             if self._own_coin(i, term)}):
                 nesting.append([column, 0.0, edges[i], edges[i + 1]])
-        _set_nesting(self, nesting)
+        self._nest(nesting)
         self.register_buffer("carriers", _carriers([len(t.stages) for t in self.transforms]),
                              persistent=False)
         self.register_buffer("program_carriers",
@@ -85,7 +86,7 @@ class RandomChoice(_Container):
         terms: List[List[float]] = []
         for i, shifted in enumerate(self._shifted_terms()):
             for term in shifted:
-                coin, bound = (term[1], term[5]) if _has_own_coin(term) else (1.0 + i, 1.0)
+                coin, bound = (term[1], term[5]) if self._own_coin(i, term) else (1.0 + i, 1.0)
                 terms.append([term[0], coin, term[2], term[3], term[4], bound,
                               (i + term[6]) / n, term[7] / n])
         return terms

@@ -14,14 +14,15 @@ _MOST_SLOTS = 16
 
 
 class RandomOrder(_Container):
-    """torchvision.transforms.v2.RandomOrder, per sample: each sample runs all of ``transforms``
-    in an order of its own, each of the n! orders alike (a transform with a p of its own still
-    flips its coins). ``transforms`` are gpuaug's photometric transforms or ColorAugment, one
-    reduction stage (contrast, autocontrast, equalize) among them at most: the op's call takes
-    one, and what runs before it differs between samples. As in a :class:`Compose`, its slots
-    are its transforms' programs (a ColorJitter's enabled adjustments), and ``sample_params``'
-    ``order`` the sample's order of all of them. ``generator`` draws the orders and the
-    transforms' parameters (they may not have one of their own).
+    """torchvision.transforms.v2.RandomOrder, per sample: each sample runs all of ``transforms`` in
+    an order of its own, each of the n! orders alike (a transform with a p of its own still flips
+    its coins). ``transforms`` are gpuaug's photometric transforms, Composes of them, containers
+    (RandomApply, RandomChoice, RandomOrder) or ColorAugment, one reduction stage (contrast,
+    autocontrast, equalize) among them at most: the op's call takes one, and what runs before it
+    differs between samples. As in a :class:`Compose`, its slots are its transforms' programs (a
+    ColorJitter's enabled adjustments), and ``sample_params``' ``order`` the sample's order of all
+    of them. ``generator`` draws the orders and the transforms' parameters (they may not have one of
+    their own).
 
     Each sample draws a uniform per transform, whose ranks are the transforms' places, and the
     op takes its order as a key per slot: the slot's place in the sample's order (over 16),
@@ -61,6 +62,7 @@ class RandomOrder(_Container):
             [i for i, terms in enumerate(slot_terms) for _ in terms], dtype=torch.long),
             persistent=False)
         self.derives = True
+        self._nest([])
         self._set_draws()
 
     def _units(self, whole: bool) -> List[List[int]]:
@@ -73,6 +75,8 @@ class RandomOrder(_Container):
         transform's place plus its own key, exact but where two of a transform's own keys are
         both below 2^-24 (a uniform that small); keys that tie take one place, and the op runs
         them in slot order, as it sorts keys."""
+        if self.held_derive:  # a held RandomOrder's keys first: its slots' own keys
+            u = self._held_derived(u)
         if self.transform_terms.device != u.device:
             self.transform_terms = self.transform_terms.to(u.device)
         if self.key_columns.device != u.device:

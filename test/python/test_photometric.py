@@ -141,6 +141,15 @@ def every_transform(dtype):
         "RandomOrder": T.RandomOrder([
             T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomPosterize(4, 0.7), T.RandomInvert(0.5),
             T.RandomChannelPermutation(), T.RandomSolarize(solarize_threshold(dtype), 0.6)]),
+        # containers and Composes inside containers: coins nested over three levels, an order
+        # inside a choice, a call per reduction
+        "nested containers": T.RandomApply([
+            T.RandomChoice([
+                T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomInvert(0.5)]),
+                T.RandomOrder([T.RandomGrayscale(0.5),
+                               T.RandomSolarize(solarize_threshold(dtype), 0.7),
+                               T.RandomPosterize(4)])], p=[2, 1]),
+            T.RandomApply([T.RandomEqualize(0.6), T.RandomChannelPermutation()], p=0.7)], p=0.8),
         # the self-supervised recipes' colour augmentation (SimCLR, BYOL, DINO), one call
         "self-supervised Compose": T.Compose([
             T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8), T.RandomGrayscale(0.2),
@@ -186,7 +195,7 @@ def test_matches_torchvision(name, channels, dtype, device):
     thresholds = name in ("Compose", "RandomSolarize", "RandomPosterize", "RandomEqualize",
                           "bitwise Compose", "channel-wise Compose", "permuting Compose",
                           "RandomApply, own coins", "RandomApply, reductions", "RandomChoice",
-                          "RandomOrder")
+                          "RandomOrder", "nested containers")
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=not thresholds)
 
 
@@ -1047,7 +1056,12 @@ def fresh_draw_transforms():
                                                        T.RandomEqualize()], p=[2, 1, 1])]),
             "RandomOrder": T.Compose([T.RandomInvert(0.3), T.RandomOrder([
                 T.ColorJitter(0.4, 0.4, 0.2, 0.1), T.RandomGrayscale(0.5),
-                T.RandomPosterize(3)])])}
+                T.RandomPosterize(3)])]),
+            "nested containers": T.Compose([
+                T.RandomApply([T.RandomChoice([T.ColorJitter(0.4, 0.4, 0.2, 0.1),
+                                               T.RandomOrder([T.RandomInvert(0.5),
+                                                              T.RandomGrayscale(0.5)])])], p=0.8),
+                T.Compose([T.RandomSolarize(100.0, 0.5), T.RandomEqualize(0.5)])])}
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -1307,7 +1321,8 @@ def test_cpu_vector_loops_agree(tmp_path):
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomPhotometricDistort", "Compose",
                                   "RandomChannelPermutation", "RandomSolarize", "RandomEqualize",
                                   "ColorAugment", "RandomApply", "RandomApply, own coins",
-                                  "RandomChoice", "RandomOrder", "self-supervised Compose"])
+                                  "RandomChoice", "RandomOrder", "nested containers",
+                                  "self-supervised Compose"])
 def test_torchscript(name, tmp_path):
     transform = every_transform(torch.uint8)[name]
     scripted = torch.jit.script(transform)

@@ -93,15 +93,12 @@ def test_a_call_per_reduction():
 
 
 def test_errors():
-    for inner in (T.Compose([T.ColorJitter(0.4)]), T.RandomApply([T.ColorJitter(0.4)]),
-                  T.RandomChoice([T.ColorJitter(0.4)]), T.RandomOrder([T.RandomInvert()]),
-                  torch.nn.Identity()):
-        with pytest.raises(TypeError, match=r"gpuaug.transforms.RandomChoice: expected "
-                           r"gpuaug.transforms' photometric transforms or ColorAugment, got "
-                           r"\w+ \(torchvision's RandomChoice takes any transform"):
-            T.RandomChoice([T.RandomInvert(), inner])
+    with pytest.raises(TypeError, match=r"gpuaug.transforms.RandomChoice: expected gpuaug."
+                       r"transforms' photometric transforms, Composes of them or ColorAugment, "
+                       r"got Identity \(torchvision's RandomChoice takes any transform"):
+        T.RandomChoice([T.RandomInvert(), torch.nn.Identity()])
     with pytest.raises(ValueError, match=r"RandomChoice: RandomInvert has a generator of its "
-                       r"own: give it to the RandomChoice"):
+                       r"own, or holds one that has: give it to the RandomChoice"):
         T.RandomChoice([T.RandomInvert(generator=torch.Generator())])
     with pytest.raises(ValueError, match="RandomChoice: a transform in it cannot convert"):
         T.RandomChoice([T.ColorJitter(0.4, dtype=torch.float32)])

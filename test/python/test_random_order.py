@@ -90,13 +90,10 @@ def test_transforms_keep_their_own_order(device):
 
 
 def test_errors():
-    for inner in (T.Compose([T.ColorJitter(0.4)]), T.RandomApply([T.ColorJitter(0.4)]),
-                  T.RandomChoice([T.ColorJitter(0.4)]), T.RandomOrder([T.RandomInvert()]),
-                  torch.nn.Identity()):
-        with pytest.raises(TypeError, match=r"gpuaug.transforms.RandomOrder: expected "
-                           r"gpuaug.transforms' photometric transforms or ColorAugment, got "
-                           r"\w+ \(torchvision's RandomOrder takes any transform"):
-            T.RandomOrder([T.RandomInvert(), inner])
+    with pytest.raises(TypeError, match=r"gpuaug.transforms.RandomOrder: expected gpuaug."
+                       r"transforms' photometric transforms, Composes of them or ColorAugment, "
+                       r"got Identity \(torchvision's RandomOrder takes any transform"):
+        T.RandomOrder([T.RandomInvert(), torch.nn.Identity()])
     with pytest.raises(ValueError, match=r"RandomOrder: expected one reduction stage \(contrast, "
                        r"autocontrast, equalize\) at most among its transforms' programs, got 2"):
         T.RandomOrder([T.ColorJitter(0.4, 0.4), T.RandomEqualize()])
@@ -104,7 +101,7 @@ def test_errors():
                        r"transforms' programs \(one call of the op\), got 17"):
         T.RandomOrder([T.RandomInvert()] * 17)
     with pytest.raises(ValueError, match=r"RandomOrder: RandomInvert has a generator of its "
-                       r"own: give it to the RandomOrder"):
+                       r"own, or holds one that has: give it to the RandomOrder"):
         T.RandomOrder([T.RandomInvert(generator=torch.Generator())])
     with pytest.raises(ValueError, match="RandomOrder: expected at least one transform"):
         T.RandomOrder([])
