@@ -38,6 +38,20 @@ def test_photometric_color_augment_case_runs(tmp_path):
     assert cases[0]["time_ms"] > 0 and cases[0]["baseline_time_ms"] > 0
 
 
+def test_photometric_container_cases_run(tmp_path):
+    """The containers' cases (a choice and an order; containers nested) and their torchvision
+    baselines build and run (here on the CPU: one 224x224 image)."""
+    pytest.importorskip("torchvision")
+    path = tmp_path / "bench.json"
+    assert bench.main(["--device", "cpu", "--size", "4096", "--runs", "2", "--warmup", "1",
+                       "--only", "photometric choice", "photometric nested", "--json",
+                       str(path)]) == 0
+    cases = json.loads(path.read_text())["cases"]
+    assert [case["name"] for case in cases] == ["photometric choice+order u8->u8",
+                                                "photometric nested containers u8->u8"]
+    assert all(case["time_ms"] > 0 and case["baseline_time_ms"] > 0 for case in cases)
+
+
 def test_a_missing_baseline_package_is_named(tmp_path, monkeypatch, capsys):
     """Without Kornia its baseline's row is left out, and the run says so."""
     monkeypatch.setitem(sys.modules, "kornia", None)  # import kornia now raises ImportError

@@ -142,6 +142,24 @@ def torchvision_choice_and_order() -> Optional[Callable]:
     return lambda x, *rest: t(x)
 
 
+def nested(module):
+    """Containers inside containers: a coin around a choice of a Compose (ColorJitter with
+    contrast: two passes) or an order of three, in one call."""
+    return [module.RandomApply([module.RandomChoice([
+        module.Compose([module.ColorJitter(0.4, 0.4, 0.4, 0.1), module.RandomGrayscale(0.2)]),
+        module.RandomOrder([module.RandomPosterize(4), module.RandomSolarize(128.0),
+                            module.RandomInvert(0.5)])], p=[3, 1])], p=0.8)]
+
+
+def torchvision_nested() -> Optional[Callable]:
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    t = v2.Compose(nested(v2))
+    return lambda x, *rest: t(x)
+
+
 def self_supervised(module, *tail):
     """The colour part of SimCLR's, BYOL's and DINO's augmentation, then the conversion."""
     return [module.RandomApply([module.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
@@ -260,6 +278,11 @@ def cases(numel: int, device: torch.device) -> list[Case]:
                            image_inputs(shape, device), choosing, baseline,
                            "torchvision RandomChoice, RandomOrder", 3 * pixels,
                            random_programs=True))
+    baseline = torchvision_nested()
+    if baseline is not None:
+        result.append(Case("photometric nested containers u8->u8", shape, u8,
+                           image_inputs(shape, device), T.Compose(nested(T)), baseline,
+                           "torchvision, the same nesting", 3 * pixels, random_programs=True))
     ssl = T.Compose(self_supervised(T), dtype=torch.float32, mean=MEAN, std=STD)
     for baseline, label in [(torchvision_self_supervised(), "torchvision"),
                             (kornia_self_supervised(), "Kornia (per sample)")]:
