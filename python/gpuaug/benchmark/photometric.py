@@ -109,18 +109,20 @@ def torchvision_same(transform_name: str, *args) -> Optional[Callable]:
     return lambda x, *rest: t(x)
 
 
-def five_transforms(module):
-    return [module.ColorJitter(0.4, 0.4, 0.4, 0.1), module.RandomGrayscale(0.2),
-            module.RandomSolarize(128.0), module.RandomPosterize(4), module.RandomInvert()]
-
-
-def torchvision_five() -> Optional[Callable]:
+def torchvision_compose(transforms: Callable) -> Optional[Callable]:
+    """torchvision's v2.Compose of ``transforms(v2)`` (gpuaug's cases build theirs of
+    gpuaug.transforms), or None without torchvision."""
     try:
         from torchvision.transforms import v2
     except ImportError:
         return None
-    t = v2.Compose(five_transforms(v2))
+    t = v2.Compose(transforms(v2))
     return lambda x, *rest: t(x)
+
+
+def five_transforms(module):
+    return [module.ColorJitter(0.4, 0.4, 0.4, 0.1), module.RandomGrayscale(0.2),
+            module.RandomSolarize(128.0), module.RandomPosterize(4), module.RandomInvert()]
 
 
 def choice_and_order(module):
@@ -133,15 +135,6 @@ def choice_and_order(module):
                                 module.RandomGrayscale(0.2), module.RandomInvert(0.1)])]
 
 
-def torchvision_choice_and_order() -> Optional[Callable]:
-    try:
-        from torchvision.transforms import v2
-    except ImportError:
-        return None
-    t = v2.Compose(choice_and_order(v2))
-    return lambda x, *rest: t(x)
-
-
 def nested(module):
     """Containers inside containers: a coin around a choice of a Compose (ColorJitter with
     contrast: two passes) or an order of three, in one call."""
@@ -151,29 +144,10 @@ def nested(module):
                             module.RandomInvert(0.5)])], p=[3, 1])], p=0.8)]
 
 
-def torchvision_nested() -> Optional[Callable]:
-    try:
-        from torchvision.transforms import v2
-    except ImportError:
-        return None
-    t = v2.Compose(nested(v2))
-    return lambda x, *rest: t(x)
-
-
 def self_supervised(module, *tail):
     """The colour part of SimCLR's, BYOL's and DINO's augmentation, then the conversion."""
     return [module.RandomApply([module.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
             module.RandomGrayscale(0.2), *tail]
-
-
-def torchvision_self_supervised() -> Optional[Callable]:
-    try:
-        from torchvision.transforms import v2
-    except ImportError:
-        return None
-    t = v2.Compose(self_supervised(v2, v2.ToDtype(torch.float32, scale=True),
-                                   v2.Normalize(MEAN, STD)))
-    return lambda x, *rest: t(x)
 
 
 def kornia_self_supervised() -> Optional[Callable]:
@@ -265,26 +239,28 @@ def cases(numel: int, device: torch.device) -> list[Case]:
                        image_inputs(shape, device), fused, lambda x, *rest: jitter(augment(x)),
                        "gpuaug ColorAugment, then ColorJitter", two_pass))
     compose = T.Compose(five_transforms(T))
-    baseline = torchvision_five()
+    baseline = torchvision_compose(five_transforms)
     if baseline is not None:
         result.append(Case("photometric 5-transform compose u8->u8", shape, u8,
                            image_inputs(shape, device), compose, baseline,
                            "torchvision Compose", 3 * pixels, random_programs=True))
     choosing = T.Compose(choice_and_order(T))
-    baseline = torchvision_choice_and_order()
+    baseline = torchvision_compose(choice_and_order)
     if baseline is not None:
         # bytes: the histogram pass's read, then the element-wise pass's read and write
         result.append(Case("photometric choice+order u8->u8", shape, u8,
                            image_inputs(shape, device), choosing, baseline,
                            "torchvision RandomChoice, RandomOrder", 3 * pixels,
                            random_programs=True))
-    baseline = torchvision_nested()
+    baseline = torchvision_compose(nested)
     if baseline is not None:
         result.append(Case("photometric nested containers u8->u8", shape, u8,
                            image_inputs(shape, device), T.Compose(nested(T)), baseline,
                            "torchvision, the same nesting", 3 * pixels, random_programs=True))
     ssl = T.Compose(self_supervised(T), dtype=torch.float32, mean=MEAN, std=STD)
-    for baseline, label in [(torchvision_self_supervised(), "torchvision"),
+    torchvision_ssl = torchvision_compose(lambda v2: self_supervised(
+        v2, v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)))
+    for baseline, label in [(torchvision_ssl, "torchvision"),
                             (kornia_self_supervised(), "Kornia (per sample)")]:
         if baseline is not None:
             result.append(Case("photometric self-supervised u8->f32", shape, u8,
