@@ -54,7 +54,7 @@ def _check_torch() -> None:
 _check_torch()
 torch.ops.load_library(library_path)
 
-from . import jit, nn, transforms  # noqa: E402
+from . import functional, jit, nn, transforms  # noqa: E402
 from .photo import Stage, photometric  # noqa: E402
 from .color import color_transform  # noqa: E402
 

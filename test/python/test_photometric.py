@@ -16,13 +16,11 @@ except ImportError:
 import gpuaug
 from gpuaug import Stage
 from gpuaug import transforms as T
-from gpuaug_testing import DEVICES, requires_cuda, requires_two_gpus
+from gpuaug_testing import (DEVICES, IMAGE_DTYPES, assert_matches_torchvision, make_image,
+                            requires_cuda, requires_two_gpus)
 
 requires_torchvision = pytest.mark.skipif(
     F is None, reason="torchvision is not installed (none may be released for this PyTorch yet)")
-
-IMAGE_DTYPES = [torch.uint8, torch.float32, torch.float64, torch.float16, torch.bfloat16]
-
 
 def torchvision_program(image, stages, factors, order, apply):
     """One image through its program with torchvision's functional API."""
@@ -78,14 +76,6 @@ def torchvision_batch(image, stages, params):
                             params["order"][n].cpu(), params["apply"][n].cpu())
         for n in range(batched.shape[0])])
     return out if image.dim() > 3 else out[0]
-
-
-def make_image(shape, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
-    image = torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
-    if dtype != torch.uint8:
-        image = (image.double() / 255).to(dtype)
-    return image.to(device)
 
 
 def solarize_threshold(dtype):
@@ -155,27 +145,6 @@ def every_transform(dtype):
             T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8), T.RandomGrayscale(0.2),
             T.RandomSolarize(solarize_threshold(dtype), 0.2)]),
     }
-
-
-def assert_matches_torchvision(out, expected, dtype, differentiable_chain=True):
-    """float32 within 1e-5; uint8 equal but for at most 1 where a rounding falls differently (and
-    in under 0.1% of the values); float64 within 1e-5 (torchvision runs hue in float32); the half
-    types within a few of their units in the last place, except where a threshold (solarize,
-    posterize) sees a value one unit off."""
-    assert out.shape == expected.shape and out.dtype == expected.dtype
-    diff = (out.cpu().double() - expected.double()).abs()
-    if dtype == torch.uint8:
-        assert diff.max().item() <= 1
-        assert (diff > 0).double().mean().item() < 1e-3
-    elif dtype in (torch.float32, torch.float64):
-        assert diff.max().item() <= 1e-5
-    else:
-        ulp = 2.0 ** (-10 if dtype == torch.float16 else -7)
-        close = diff <= 4 * ulp
-        if differentiable_chain:
-            assert close.all()
-        else:
-            assert close.double().mean().item() > 0.97
 
 
 @requires_torchvision

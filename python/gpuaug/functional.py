@@ -1,0 +1,164 @@
+"""torchvision.transforms.v2.functional's photometric functions for image batches, each sample
+with a parameter of its own: a number (every sample alike, as torchvision's) or a tensor of one
+value per sample, on the image's device. Each is one call of :func:`gpuaug.photometric`, with
+torchvision's formulas and rounding (one pass over the batch; two for contrast, autocontrast and
+equalize), differentiable in a floating image where torchvision's float path is (brightness,
+contrast, saturation, hue, grayscale, invert). Images are ``[C, H, W]``, ``[N, C, H, W]`` or
+``[N, T, C, H, W]`` (a video's frames share their sample's value), 1 or 3 channels, uint8 or
+floating. Numbers are checked as torchvision checks them; a tensor's values only on the CPU (a
+check on the GPU would wait for it)."""
+
+from typing import List, Union
+
+import torch
+
+from .photo import _samples
+
+__all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
+           "rgb_to_grayscale", "solarize", "posterize", "invert", "autocontrast", "equalize",
+           "permute_channels"]
+
+
+def adjust_brightness(image: torch.Tensor,
+                      brightness_factor: Union[float, torch.Tensor]) -> torch.Tensor:
+    """torchvision's adjust_brightness: the image times the factor (>= 0), clamped."""
+    return _adjusted(image, 1, brightness_factor, "brightness_factor")  # Stage.BRIGHTNESS
+
+
+def adjust_contrast(image: torch.Tensor,
+                    contrast_factor: Union[float, torch.Tensor]) -> torch.Tensor:
+    """torchvision's adjust_contrast: a blend with the mean of each image's grayscale."""
+    return _adjusted(image, 2, contrast_factor, "contrast_factor")  # Stage.CONTRAST
+
+
+def adjust_saturation(image: torch.Tensor,
+                      saturation_factor: Union[float, torch.Tensor]) -> torch.Tensor:
+    """torchvision's adjust_saturation: a blend with each pixel's grayscale."""
+    return _adjusted(image, 3, saturation_factor, "saturation_factor")  # Stage.SATURATION
+
+
+def adjust_hue(image: torch.Tensor, hue_factor: Union[float, torch.Tensor]) -> torch.Tensor:
+    """torchvision's adjust_hue: the hue shifted by the factor (in [-0.5, 0.5]) through HSV."""
+    if not isinstance(hue_factor, torch.Tensor) and not -0.5 <= hue_factor <= 0.5:
+        raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
+    return _call(image, 4, _factors(image, hue_factor, "hue_factor"))  # Stage.HUE
+
+
+def rgb_to_grayscale(image: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
+    """torchvision's rgb_to_grayscale: 1 or 3 channels of the image's grayscale (3 of a
+    1-channel image: its plane expanded, as torchvision's)."""
+    if num_output_channels not in (1, 3):
+        raise ValueError(f"num_output_channels must be 1 or 3, got {num_output_channels}.")
+    gray = _call(image, 5, _zero(image))  # Stage.GRAYSCALE
+    if num_output_channels == 1:
+        return gray.narrow(-3, 0, 1).contiguous()
+    if image.shape[-3] == 1:  # as torchvision: the one plane expanded
+        shape = list(image.shape)
+        shape[-3] = 3
+        return gray.expand(shape)
+    return gray
+
+
+def solarize(image: torch.Tensor, threshold: Union[float, torch.Tensor]) -> torch.Tensor:
+    """torchvision's solarize: values at or above the threshold (in the image's range: 0..255 for
+    uint8) inverted."""
+    bound = 255.0 if image.dtype == torch.uint8 else 1.0
+    if not isinstance(threshold, torch.Tensor) and threshold > bound:
+        raise TypeError("Threshold should be less or equal the maximum value of the dtype, but "
+                        f"got {threshold}")
+    return _call(image, 6, _factors(image, threshold, "threshold"))  # Stage.SOLARIZE
+
+
+def posterize(image: torch.Tensor, bits: Union[int, torch.Tensor]) -> torch.Tensor:
+    """torchvision's posterize: each value kept to its ``bits`` (0..8) highest bits."""
+    if isinstance(bits, torch.Tensor):
+        return _call(image, 7, _factors(image, bits.double(), "bits"))  # Stage.POSTERIZE
+    if not 0 <= bits <= 8:
+        raise TypeError(f"bits must be a positive integer in the range [0, 8], got {bits} "
+                        "instead.")
+    return _call(image, 7, _factors(image, float(bits), "bits"))  # Stage.POSTERIZE
+
+
+def invert(image: torch.Tensor) -> torch.Tensor:
+    """torchvision's invert: the image's maximum less each value."""
+    return _call(image, 8, _zero(image))  # Stage.INVERT
+
+
+def autocontrast(image: torch.Tensor) -> torch.Tensor:
+    """torchvision's autocontrast: each image's channels stretched from their minimum and
+    maximum to the dtype's range."""
+    return _call(image, 10, _zero(image))  # Stage.AUTOCONTRAST
+
+
+def equalize(image: torch.Tensor) -> torch.Tensor:
+    """torchvision's equalize: each image's channels through their histogram's equalisation
+    (floating images through their uint8 values)."""
+    return _call(image, 11, _zero(image))  # Stage.EQUALIZE
+
+
+def permute_channels(image: torch.Tensor,
+                     permutation: Union[List[int], torch.Tensor]) -> torch.Tensor:
+    """torchvision's permute_channels: output channel c is input channel ``permutation[c]``.
+    ``permutation``: a list, or integer tensors ``[C]`` or ``[N, C]`` (one per sample); a
+    permutation of the channels (torchvision's indexing also takes repeats; the op does not)."""
+    channels = image.shape[-3]
+    if isinstance(permutation, torch.Tensor):
+        if (permutation.is_floating_point() or permutation.dim() not in (1, 2)
+                or permutation.shape[-1] != channels):
+            raise ValueError("gpuaug.functional.permute_channels: expected 'permutation' as "
+                             f"integers of shape [{channels}] or [N, {channels}], got "
+                             f"{permutation.dtype} of shape {list(permutation.shape)}")
+        # the op's code p0 + 3 p1 + 9 p2 (one channel: p0, 0)
+        code = permutation.select(-1, 0)
+        if channels == 3:
+            code = code + 3 * permutation.select(-1, 1) + 9 * permutation.select(-1, 2)
+        return _call(image, 9,  # Stage.PERMUTE_CHANNELS
+                     _factors(image, code.double(), "permutation"))
+    if len(permutation) != channels:
+        raise ValueError("Length of permutation does not match number of channels: "
+                         f"{len(permutation)} != {channels}")
+    if sorted(permutation) != list(range(channels)):
+        raise ValueError("gpuaug.functional.permute_channels: expected a permutation of the "
+                         f"channels 0..{channels - 1}, got {permutation}")
+    code, weight = 0, 1
+    for p in permutation:
+        code, weight = code + p * weight, weight * 3
+    return _call(image, 9, _factors(image, float(code), "permutation"))  # Stage.PERMUTE_CHANNELS
+
+
+def _adjusted(image: torch.Tensor, stage: int, factor: Union[float, torch.Tensor],
+              name: str) -> torch.Tensor:
+    # brightness, contrast and saturation: a factor >= 0
+    if not isinstance(factor, torch.Tensor) and factor < 0:
+        raise ValueError(f"{name} ({factor}) is not non-negative.")
+    return _call(image, stage, _factors(image, factor, name))
+
+
+def _call(image: torch.Tensor, stage: int, factors: torch.Tensor) -> torch.Tensor:
+    # ``stage``: a code of gpuaug.Stage, written out where it is passed (TorchScript reads no
+    # global constants)
+    return torch.ops.gpuaug.photometric(image, [stage], factors)
+
+
+def _zero(image: torch.Tensor) -> torch.Tensor:
+    # the factor of a stage that takes none
+    return torch.zeros([1], dtype=torch.float64, device=image.device)
+
+
+def _factors(image: torch.Tensor, value: Union[float, torch.Tensor], name: str) -> torch.Tensor:
+    """The op's factors of one slot: ``[1]`` for a number or one value, ``[N, 1]`` for one per
+    sample. A number is filled on the image's device (a CUDA graph can capture that), in float64:
+    the op rounds it as torchvision's arithmetic does."""
+    if not isinstance(value, torch.Tensor):
+        return torch.full([1], float(value), dtype=torch.float64, device=image.device)
+    n = _samples(image)
+    if not value.is_floating_point():
+        raise TypeError(f"gpuaug.functional: expected '{name}' as a number or a floating tensor, "
+                        f"got {value.dtype}")
+    if value.dim() > 1 or value.numel() not in (1, n):
+        raise ValueError(f"gpuaug.functional: expected '{name}' as a number, or a tensor of one "
+                         f"value or of one a sample ({n}), got shape {list(value.shape)}")
+    if value.device != image.device:
+        raise ValueError(f"gpuaug.functional: expected '{name}' on the image's device "
+                         f"{image.device}, got {value.device}")
+    return value.reshape([1]) if value.numel() == 1 else value.reshape([n, 1])
