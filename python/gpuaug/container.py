@@ -128,7 +128,13 @@ def _check_transform(t: nn.Module, owner: str) -> None:
                         f"(torchvision's {owner} takes any transform, with one draw a call)")
     if t.dtype is not None or t.mean is not None:
         raise ValueError(f"gpuaug.transforms.{owner}: a transform in it cannot convert the "
-                         "output: pass 'dtype', 'mean' and 'std' to a Compose around it")
+                         "output: pass 'dtype', 'mean' and 'std' (or ToDtype and Normalize, "
+                         "last) to a Compose around it")
+    if t.keeps_first_plane:
+        raise ValueError(f"gpuaug.transforms.{owner}: Grayscale(num_output_channels=1) in it "
+                         "would leave samples of one channel and samples of three: use "
+                         "RandomGrayscale or Grayscale(3), or a Compose ending in Grayscale(1) "
+                         "around it")
     if t._own_generators():
         raise ValueError(f"gpuaug.transforms.{owner}: {type(t).__name__} has a generator of "
                          f"its own, or holds one that has: give it to the {owner}, which draws "

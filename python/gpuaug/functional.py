@@ -12,7 +12,7 @@ from typing import List, Union
 
 import torch
 
-from .photo import _samples
+from .photo import _check_bits, _check_threshold, _samples
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
            "rgb_to_grayscale", "solarize", "posterize", "invert", "autocontrast", "equalize",
@@ -62,10 +62,8 @@ def rgb_to_grayscale(image: torch.Tensor, num_output_channels: int = 1) -> torch
 def solarize(image: torch.Tensor, threshold: Union[float, torch.Tensor]) -> torch.Tensor:
     """torchvision's solarize: values at or above the threshold (in the image's range: 0..255 for
     uint8) inverted."""
-    bound = 255.0 if image.dtype == torch.uint8 else 1.0
-    if not isinstance(threshold, torch.Tensor) and threshold > bound:
-        raise TypeError("Threshold should be less or equal the maximum value of the dtype, but "
-                        f"got {threshold}")
+    if not isinstance(threshold, torch.Tensor):
+        _check_threshold(threshold, image.dtype)
     return _call(image, 6, _factors(image, threshold, "threshold"))  # Stage.SOLARIZE
 
 
@@ -73,9 +71,7 @@ def posterize(image: torch.Tensor, bits: Union[int, torch.Tensor]) -> torch.Tens
     """torchvision's posterize: each value kept to its ``bits`` (0..8) highest bits."""
     if isinstance(bits, torch.Tensor):
         return _call(image, 7, _factors(image, bits.double(), "bits"))  # Stage.POSTERIZE
-    if not 0 <= bits <= 8:
-        raise TypeError(f"bits must be a positive integer in the range [0, 8], got {bits} "
-                        "instead.")
+    _check_bits(bits)
     return _call(image, 7, _factors(image, float(bits), "bits"))  # Stage.POSTERIZE
 
 

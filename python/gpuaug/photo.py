@@ -11,7 +11,7 @@ a Compose (or RandomApply) with several of those makes one call per reduction st
 """
 
 import numbers
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
@@ -123,6 +123,21 @@ def _uniform(name: str, value: Optional[object], center: float = 1.0,
         raise ValueError(f"{name} values should be between {bound} and increasing, but got "
                          f"{[low, high]}.")
     return None if low == high == center else (low, high)
+
+
+def _check_threshold(threshold: float, dtype: torch.dtype) -> None:
+    """solarize's threshold against the image's range, checked as torchvision checks it."""
+    bound = 255.0 if dtype == torch.uint8 else 1.0
+    if threshold > bound:
+        raise TypeError("Threshold should be less or equal the maximum value of the dtype, but "
+                        f"got {threshold}")
+
+
+def _check_bits(bits: Union[int, float]) -> None:
+    """posterize's bits, checked as torchvision checks them."""
+    if not isinstance(bits, int) or not 0 <= bits <= 8:
+        raise TypeError(f"bits must be a positive integer in the range [0, 8], got {bits} "
+                        "instead.")
 
 
 def _rand(shape: List[int], image: torch.Tensor,
@@ -283,6 +298,7 @@ class _Photometric(TorchvisionInputs, nn.Module):
     nesting: List[List[List[float]]]
     nest_two_sided: bool
     derives: bool
+    keeps_first_plane: bool
     dtype: Optional[torch.dtype]
     mean: Optional[List[float]]
     std: Optional[List[float]]
@@ -312,6 +328,8 @@ class _Photometric(TorchvisionInputs, nn.Module):
         # writes columns of its own (RandomOrder's keys)
         _set_nesting(self, [])
         self.derives = False
+        # Grayscale(num_output_channels=1): the op's first plane of three is the output
+        self.keeps_first_plane = False
         self._describe([])
 
     def _describe(self, arguments: List[str]) -> None:
@@ -342,28 +360,41 @@ class _Photometric(TorchvisionInputs, nn.Module):
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
         """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``. One
         call of the op, or one per reduction stage (``bounds``), each the next one's input."""
+        out = self._calls(image, params, self._broadcast(self.mean, image),
+                          self._broadcast(self.std, image))
+        return out.narrow(-3, 0, 1).contiguous() if self.keeps_first_plane else out
+
+    def _broadcast(self, values: Optional[List[float]],
+                   image: torch.Tensor) -> Optional[List[float]]:
+        # one mean or std for every channel, as torchvision's Normalize broadcasts it
+        if values is not None and len(values) == 1 and image.shape[-3] != 1:
+            return values * image.shape[-3]
+        return values
+
+    def _calls(self, image: torch.Tensor, params: Optional[Dict[str, torch.Tensor]],
+               mean: Optional[List[float]], std: Optional[List[float]]) -> torch.Tensor:
         if params is None:  # the uniforms alone: the op draws each call's parameters of them
             self._check(image)
             u = self._prepared(self._uniforms(image))
             calls = len(self.program_bounds) - 1
             if calls == 1:  # the common case: no slicing
                 return torch.ops.gpuaug.photometric(
-                    image, self.program, u, dtype=self.dtype, mean=self.mean, std=self.std,
+                    image, self.program, u, dtype=self.dtype, mean=mean, std=std,
                     factor_ranges=self.call_draws[0])
             out = image
             for i in range(calls):
                 last = i == calls - 1
                 out = torch.ops.gpuaug.photometric(
                     out, self.program[self.program_bounds[i]:self.program_bounds[i + 1]], u,
-                    dtype=self.dtype if last else None, mean=self.mean if last else None,
-                    std=self.std if last else None, factor_ranges=self.call_draws[i])
+                    dtype=self.dtype if last else None, mean=mean if last else None,
+                    std=std if last else None, factor_ranges=self.call_draws[i])
             return out
         _check_params(params, ["factors", "order", "apply"])
         calls = len(self.bounds) - 1
         if calls == 1:
             return torch.ops.gpuaug.photometric(
                 image, self.stages, params["factors"], order=params["order"],
-                apply=params["apply"], dtype=self.dtype, mean=self.mean, std=self.std)
+                apply=params["apply"], dtype=self.dtype, mean=mean, std=std)
         out = image
         for i in range(calls):
             first, end = self.bounds[i], self.bounds[i + 1]
@@ -374,8 +405,8 @@ class _Photometric(TorchvisionInputs, nn.Module):
             out = torch.ops.gpuaug.photometric(
                 out, self.stages[first:end], params["factors"][:, first:end],
                 order=order, apply=params["apply"][:, first:end],
-                dtype=self.dtype if last else None, mean=self.mean if last else None,
-                std=self.std if last else None)
+                dtype=self.dtype if last else None, mean=mean if last else None,
+                std=std if last else None)
         return out
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
@@ -554,10 +585,7 @@ class RandomSolarize(_RandomApply):
         super().__init__(Stage.SOLARIZE, threshold, p, generator, "threshold")
 
     def _check(self, image: torch.Tensor) -> None:
-        bound = 255.0 if image.dtype == torch.uint8 else 1.0
-        if self.factor > bound:
-            raise TypeError("Threshold should be less or equal the maximum value of the dtype, "
-                            f"but got {self.factor}")
+        _check_threshold(self.factor, image.dtype)
 
 
 class RandomPosterize(_RandomApply):
@@ -565,9 +593,7 @@ class RandomPosterize(_RandomApply):
 
     def __init__(self, bits: int, p: float = 0.5, *,
                  generator: Optional[torch.Generator] = None) -> None:
-        if not isinstance(bits, int) or not 0 <= bits <= 8:
-            raise TypeError("bits must be a positive integer in the range [0, 8], got "
-                            f"{bits} instead.")
+        _check_bits(bits)
         super().__init__(Stage.POSTERIZE, bits, p, generator, "bits")
 
 
@@ -763,10 +789,13 @@ class Compose(_Photometric):
     def __init__(self, transforms: Sequence[nn.Module], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
-        from .transforms import ColorAugment  # which imports this module
+        from .conversion import _output_conversion  # which import this module
+        from .transforms import ColorAugment
+        transforms, dtype, mean, std = _output_conversion("Compose", transforms, dtype, mean,
+                                                          std)
         transforms = [_color_augment_stage(t) if isinstance(t, ColorAugment) else t
                       for t in transforms]
-        for t in transforms:
+        for i, t in enumerate(transforms):
             if not isinstance(t, _Photometric):
                 raise TypeError("gpuaug.transforms.Compose: expected gpuaug.transforms' "
                                 "photometric transforms or ColorAugment, got "
@@ -774,9 +803,19 @@ class Compose(_Photometric):
             if t.dtype is not None or t.mean is not None:
                 raise ValueError("gpuaug.transforms.Compose: the output conversion is the "
                                  "Compose's own: pass 'dtype', 'mean' and 'std' to it")
+            if t.keeps_first_plane and i < len(transforms) - 1:
+                raise ValueError("gpuaug.transforms.Compose: Grayscale(num_output_channels=1) "
+                                 "leaves one channel, so it comes last (before ToDtype and "
+                                 f"Normalize), but {type(transforms[i + 1]).__name__} follows it")
+        one_plane = len(transforms) > 0 and transforms[-1].keeps_first_plane
+        if one_plane and mean is not None and (len(mean) != 1 or len(std) != 1):
+            raise ValueError("gpuaug.transforms.Compose: expected one 'mean' and one 'std' after "
+                             f"Grayscale(num_output_channels=1), got {list(mean)} and "
+                             f"{list(std)}")
         super().__init__([s for t in transforms for s in t.program],
                          sum(t.uniforms for t in transforms), None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
+        self.keeps_first_plane = one_plane
         # each transform's columns of the Compose's uniforms
         self.columns = [0]
         for t in transforms:

@@ -65,11 +65,13 @@ def _pil_to_tensor(name: str, image: Any) -> torch.Tensor:
     return pixels.unsqueeze(0) if pixels.dim() == 2 else pixels.permute(2, 0, 1)
 
 
-def _tensor_to_pil(out: torch.Tensor, like: Any) -> Any:
+def _tensor_to_pil(out: torch.Tensor) -> Any:
     if out.dtype != torch.uint8:  # the transform's own dtype conversion: PIL has no such image
         return out
+    # the mode of the output's channels: Grayscale(num_output_channels=1) makes an RGB image L
     pixels = out[0] if out.shape[0] == 1 else out.permute(1, 2, 0)
-    return _loaded("PIL.Image").fromarray(pixels.contiguous().numpy(), mode=like.mode)
+    mode = "L" if out.shape[0] == 1 else "RGB"
+    return _loaded("PIL.Image").fromarray(pixels.contiguous().numpy(), mode=mode)
 
 
 def _as_batch(name: str, x: Any, kind: str) -> torch.Tensor:
@@ -81,7 +83,7 @@ def _as_batch(name: str, x: Any, kind: str) -> torch.Tensor:
 
 def _restored(out: torch.Tensor, like: Any, kind: str) -> Any:
     if kind == "pil":
-        return _tensor_to_pil(out, like)
+        return _tensor_to_pil(out)
     if kind == "tensor":
         return out
     if kind == "video" and like.dim() == 4:

@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import nn
 
+from .conversion import Grayscale, Normalize, ToDtype
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
                     RandomPosterize, RandomSolarize, _check_params, _conversion_arguments)
@@ -14,10 +15,10 @@ from .random_choice import RandomChoice
 from .random_order import RandomOrder
 from .samples import TorchvisionInputs
 
-__all__ = ["ColorAugment", "ColorJitter", "Compose", "RandomApply", "RandomAutocontrast",
-           "RandomChannelPermutation", "RandomChoice", "RandomEqualize", "RandomGrayscale",
-           "RandomInvert", "RandomOrder", "RandomPhotometricDistort", "RandomPosterize",
-           "RandomSolarize"]
+__all__ = ["ColorAugment", "ColorJitter", "Compose", "Grayscale", "Normalize", "RandomApply",
+           "RandomAutocontrast", "RandomChannelPermutation", "RandomChoice", "RandomEqualize",
+           "RandomGrayscale", "RandomInvert", "RandomOrder", "RandomPhotometricDistort",
+           "RandomPosterize", "RandomSolarize", "ToDtype"]
 
 Range = Tuple[float, float]
 

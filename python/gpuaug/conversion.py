@@ -1,0 +1,118 @@
+"""torchvision.transforms.v2's transforms that draw nothing: Grayscale, ToDtype and Normalize, so
+that a torchvision pipeline reads the same in gpuaug. In a Compose, a trailing ToDtype and
+Normalize become its output conversion (the op's ``dtype``, ``mean`` and ``std``), in the same
+pass, and a Grayscale with one output channel comes last before them."""
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+from .photo import Stage, _params, _Photometric
+
+
+class Grayscale(_Photometric):
+    """torchvision.transforms.v2.Grayscale: every sample's grayscale in ``num_output_channels``
+    channels (1 or 3). The op writes three equal planes; one output channel is the first of
+    them. A 1-channel image stays as it is (1) or is refused (3: torchvision expands it,
+    ``image.expand`` does that)."""
+
+    def __init__(self, num_output_channels: int = 1) -> None:
+        if num_output_channels not in (1, 3):
+            raise ValueError(f"num_output_channels must be 1 or 3, got {num_output_channels}.")
+        super().__init__([Stage.GRAYSCALE], 0, None)
+        self.output_channels = num_output_channels
+        self.keeps_first_plane = num_output_channels == 1
+        self._describe([f"num_output_channels={num_output_channels}"])
+        self._set_draws()
+
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        self._check(image)
+        n = u.shape[0]
+        device = image.device
+        return _params(torch.zeros([n, 1], device=device),
+                       torch.zeros([n, 1], dtype=torch.long, device=device),
+                       torch.ones([n, 1], dtype=torch.bool, device=device))
+
+    def _check(self, image: torch.Tensor) -> None:
+        if self.output_channels == 3 and image.shape[-3] == 1:
+            raise ValueError("gpuaug.transforms.Grayscale: num_output_channels=3 of a 1-channel "
+                             "image is that image expanded: use image.expand(...) instead")
+
+    def _affine_terms(self) -> List[List[float]]:
+        return [[-1, -1, -1, 0.0, 0.0, 2.0, 0.0, 0.0]]  # no draws: always, first
+
+
+class _Conversion(_Photometric):
+    """An output conversion alone: an empty program (the op converts and normalises)."""
+
+    def __init__(self, dtype: Optional[torch.dtype] = None,
+                 mean: Optional[Sequence[float]] = None,
+                 std: Optional[Sequence[float]] = None) -> None:
+        super().__init__([], 0, None, dtype, mean, std)
+        self._set_draws()
+
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        n = u.shape[0]
+        device = image.device
+        return _params(torch.zeros([n, 0], device=device),
+                       torch.zeros([n, 0], dtype=torch.long, device=device),
+                       torch.zeros([n, 0], dtype=torch.bool, device=device))
+
+    def _affine_terms(self) -> List[List[float]]:
+        return []
+
+
+class ToDtype(_Conversion):
+    """torchvision.transforms.v2.ToDtype with ``scale=True`` for images: uint8 to a floating
+    dtype (values / 255), a floating dtype to uint8, or the image's own dtype. The op converts
+    as ``to_dtype(scale=True)`` does; an unscaled cast is ``image.to(dtype)``."""
+
+    def __init__(self, dtype: torch.dtype, scale: bool = False) -> None:
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError("gpuaug.transforms.ToDtype: expected 'dtype' as a torch.dtype (the "
+                            f"images' dtype), got {type(dtype).__name__}")
+        if not scale:
+            raise ValueError("gpuaug.transforms.ToDtype: expected scale=True (the op converts "
+                             "as to_dtype(scale=True)); for an unscaled cast use image.to(dtype)")
+        super().__init__(dtype)
+        self.description = f"dtype={dtype}, scale=True"
+
+
+class Normalize(_Conversion):
+    """torchvision.transforms.v2.Normalize of floating images: ``(image - mean) / std`` per
+    channel, one value of ``mean`` or ``std`` for every channel. The result is a new tensor
+    (``inplace`` is taken for torchvision's signature)."""
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float],
+                 inplace: bool = False) -> None:
+        super().__init__(None, mean, std)
+
+
+def _output_conversion(owner: str, transforms: List[nn.Module], dtype: Optional[torch.dtype],
+                       mean: Optional[Sequence[float]], std: Optional[Sequence[float]]
+                       ) -> Tuple[List[nn.Module], Optional[torch.dtype],
+                                  Optional[Sequence[float]], Optional[Sequence[float]]]:
+    """A Compose's ``transforms`` without their trailing ToDtype and Normalize, and its output
+    conversion with theirs."""
+    given = list(transforms)
+    transforms = list(transforms)
+    if transforms and isinstance(transforms[-1], Normalize):
+        if mean is not None:
+            raise ValueError(f"gpuaug.transforms.{owner}: got both 'mean' and 'std' and a "
+                             "trailing Normalize: pass one of them")
+        normalize = transforms.pop()
+        mean, std = normalize.mean, normalize.std
+    if transforms and isinstance(transforms[-1], ToDtype):
+        if dtype is not None:
+            raise ValueError(f"gpuaug.transforms.{owner}: got both 'dtype' and a trailing "
+                             "ToDtype: pass one of them")
+        dtype = transforms.pop().dtype
+    for i, t in enumerate(transforms):
+        if isinstance(t, _Conversion):
+            raise ValueError(f"gpuaug.transforms.{owner}: ToDtype and Normalize are its output "
+                             "conversion, in the same pass, so they come last (ToDtype, then "
+                             f"Normalize), but got {type(t).__name__} before "
+                             f"{type(given[i + 1]).__name__}; to transform a converted image, "
+                             "convert it before the Compose")
+    return transforms, dtype, mean, std

@@ -1,0 +1,247 @@
+"""Grayscale, ToDtype and Normalize: torchvision's transforms that draw nothing, alone against
+torchvision's, and as a Compose's output conversion in the same call of the op."""
+import pytest
+import torch
+from gpuaug_testing import DEVICES, IMAGE_DTYPES, make_image, requires_cuda
+
+import gpuaug.transforms as T
+
+try:  # the newest PyTorch may have no torchvision released for it yet
+    from torchvision import tv_tensors
+    from torchvision.transforms import v2
+except ImportError:
+    v2 = None
+
+requires_torchvision = pytest.mark.skipif(
+    v2 is None, reason="torchvision is not installed (none may be released for this PyTorch yet)")
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def assert_close_to(out, expected, tolerance):
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    assert (out.cpu().double() - expected.double()).abs().max().item() <= tolerance
+
+
+def ulps(dtype):
+    # a few units in the last place of the half types; float32 and float64 within 1e-5
+    return {torch.float16: 4 * 2.0 ** -10, torch.bfloat16: 4 * 2.0 ** -7}.get(dtype, 1e-5)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", IMAGE_DTYPES)
+@pytest.mark.parametrize("outputs", [1, 3])
+@pytest.mark.parametrize("shape", [[5, 3, 9, 13], [3, 7, 6], [2, 4, 3, 5, 6]])
+def test_grayscale(shape, outputs, dtype, device):
+    image = make_image(shape, dtype, device, seed=len(shape) + outputs)
+    out = T.Grayscale(outputs)(image)
+    expected = v2.Grayscale(outputs)(image.cpu())
+    if dtype == torch.uint8:
+        assert torch.equal(out.cpu(), expected)
+    else:
+        assert_close_to(out, expected, ulps(dtype))
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+def test_grayscale_layouts_and_one_channel(device):
+    image = make_image([4, 3, 8, 10], torch.uint8, device, seed=3)
+    last = image.contiguous(memory_format=torch.channels_last)
+    assert torch.equal(T.Grayscale()(last).cpu(), v2.Grayscale()(image.cpu()))
+    gray = image[:, :1].contiguous()
+    assert torch.equal(T.Grayscale()(gray), gray)
+    with pytest.raises(ValueError, match=r"Grayscale: num_output_channels=3 of a 1-channel "
+                       r"image is that image expanded: use image.expand\(...\) instead"):
+        T.Grayscale(3)(gray)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("out_dtype", FLOATS)
+def test_to_dtype_from_uint8_and_back(out_dtype, device):
+    image = make_image([3, 3, 11, 7], torch.uint8, device, seed=4)
+    out = T.ToDtype(out_dtype, scale=True)(image)
+    expected = v2.ToDtype(out_dtype, scale=True)(image.cpu())
+    # a uint8 image's values are computed in float32: float64 within its rounding
+    assert_close_to(out, expected, 1e-7 if out_dtype == torch.float64 else 0.0)
+    # floating to uint8, as to_dtype(scale=True): x * 255.999, truncated
+    floating = make_image([3, 3, 11, 7], out_dtype, device, seed=5)
+    back = T.ToDtype(torch.uint8, scale=True)(floating)
+    expected = v2.ToDtype(torch.uint8, scale=True)(floating.cpu())
+    # where a half type's x * 255.999 rounds to 256, torchvision's cast wraps to 0; gpuaug's 255
+    expected[floating.cpu() * 255.999 >= 256] = 255
+    assert torch.equal(back.cpu(), expected)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("one_value", [False, True])
+def test_normalize(one_value, dtype, device):
+    image = make_image([4, 3, 6, 9], dtype, device, seed=6)
+    mean, std = ([0.45], [0.27]) if one_value else (MEAN, STD)
+    out = T.Normalize(mean, std)(image)
+    expected = v2.Normalize(mean, std)(image.cpu())
+    # one multiply-add by 1 / std: within two of the dtype's units of torchvision's (1e-5: float)
+    tolerance = ulps(dtype) * 4 if dtype in (torch.float16, torch.bfloat16) else 1e-5
+    assert_close_to(out, expected, tolerance)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_compose_ends_in_grayscale(channels_last, device):
+    """Deterministic end to end: torchvision's Compose on the whole batch."""
+    image = make_image([4, 3, 10, 12], torch.uint8, device, seed=7)
+    if channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
+    steps = [T.RandomInvert(1.0), T.Grayscale(), T.ToDtype(torch.float32, scale=True),
+             T.Normalize([0.5], [0.25])]
+    reference = v2.Compose([v2.RandomInvert(1.0), v2.Grayscale(),
+                            v2.ToDtype(torch.float32, scale=True), v2.Normalize([0.5], [0.25])])
+    out = T.Compose(steps)(image)
+    assert out.shape == (4, 1, 10, 12)
+    assert_close_to(out, reference(image.cpu()), 1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_trailing_conversion_is_the_composes_own(device):
+    """ToDtype and Normalize last in a Compose: the same call and values as its keywords,
+    for the same draws (fresh and replayed)."""
+    image = make_image([6, 3, 9, 8], torch.uint8, device, seed=8)
+    jitter = [T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.3)]
+    listed = T.Compose(jitter + [T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
+    keywords = T.Compose(jitter, dtype=torch.float32, mean=MEAN, std=STD)
+    assert (listed.dtype, listed.mean, listed.std) == (keywords.dtype, keywords.mean,
+                                                       keywords.std)
+    assert listed.program == keywords.program and len(listed.program_bounds) == 2
+    torch.manual_seed(8)
+    drawn = listed(image)
+    torch.manual_seed(8)
+    assert torch.equal(drawn, keywords(image))
+    params = keywords.sample_params(image)
+    assert torch.equal(listed(image, params), keywords(image, params))
+    assert drawn.dtype == torch.float32 and drawn.shape == image.shape
+    # a trailing ToDtype alone, and a Normalize after the keyword's dtype
+    to_float = T.Compose(jitter + [T.ToDtype(torch.float16, scale=True)])
+    assert to_float(image, params).dtype == torch.float16
+    normalized = T.Compose(jitter + [T.Normalize([0.5], [0.5])], dtype=torch.float32)
+    assert torch.equal(normalized(image, params),
+                       T.Compose(jitter, dtype=torch.float32, mean=[0.5] * 3,
+                                 std=[0.5] * 3)(image, params))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_conversion_alone_compose(device):
+    image = make_image([2, 3, 5, 6], torch.uint8, device, seed=9)
+    convert = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
+    expected = (image.double() / 255 - torch.tensor(MEAN, dtype=torch.float64, device=device)
+                .view(3, 1, 1)) / torch.tensor(STD, dtype=torch.float64, device=device).view(3, 1, 1)
+    assert_close_to(convert(image), expected.float().cpu(), 1e-5)
+
+
+def test_errors():
+    image = make_image([2, 3, 4, 4], torch.uint8, "cpu", seed=10)
+    with pytest.raises(ValueError, match="num_output_channels must be 1 or 3, got 2."):
+        T.Grayscale(2)
+    with pytest.raises(ValueError, match=r"ToDtype: expected scale=True \(the op converts as "
+                       r"to_dtype\(scale=True\)\); for an unscaled cast use image.to\(dtype\)"):
+        T.ToDtype(torch.float32)
+    with pytest.raises(TypeError, match="ToDtype: expected 'dtype' as a torch.dtype"):
+        T.ToDtype({torch.Tensor: torch.float32}, scale=True)
+    with pytest.raises(RuntimeError, match="'mean' and 'std' need a floating output dtype"):
+        T.Normalize(MEAN, STD)(image)
+    with pytest.raises(RuntimeError, match=r"expected 'dtype' to be the image's dtype, a "
+                       "floating dtype for a uint8 image or uint8 for a floating one"):
+        T.ToDtype(torch.float16, scale=True)(image.float())
+    with pytest.raises(ValueError, match=r"Compose: ToDtype and Normalize are its output "
+                       r"conversion, in the same pass, so they come last \(ToDtype, then "
+                       r"Normalize\), but got ToDtype before ColorJitter"):
+        T.Compose([T.ToDtype(torch.float32, scale=True), T.ColorJitter(0.4)])
+    with pytest.raises(ValueError, match="got Normalize before ToDtype"):
+        T.Compose([T.RandomInvert(), T.Normalize(MEAN, STD), T.ToDtype(torch.float32, scale=True)])
+    with pytest.raises(ValueError, match="got both 'dtype' and a trailing ToDtype"):
+        T.Compose([T.ToDtype(torch.float32, scale=True)], dtype=torch.float32)
+    with pytest.raises(ValueError, match="got both 'mean' and 'std' and a trailing Normalize"):
+        T.Compose([T.Normalize(MEAN, STD)], dtype=torch.float32, mean=MEAN, std=STD)
+    with pytest.raises(ValueError, match=r"Grayscale\(num_output_channels=1\) leaves one "
+                       "channel, so it comes last .* but RandomInvert follows it"):
+        T.Compose([T.Grayscale(), T.RandomInvert()])
+    with pytest.raises(ValueError, match=r"expected one 'mean' and one 'std' after "
+                       r"Grayscale\(num_output_channels=1\)"):
+        T.Compose([T.Grayscale(), T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
+    for container in (T.RandomApply, T.RandomChoice, T.RandomOrder):
+        with pytest.raises(ValueError, match=r"Grayscale\(num_output_channels=1\) in it would "
+                           "leave samples of one channel and samples of three"):
+            container([T.Grayscale()])
+        with pytest.raises(ValueError, match=r"or ToDtype and Normalize, last\) to a Compose "
+                           "around it"):
+            container([T.Normalize(MEAN, STD)])
+    # inside a Compose that ends a Compose, Grayscale(1) ends the outer one too
+    nested = T.Compose([T.RandomInvert(1.0), T.Compose([T.RandomSolarize(100.0), T.Grayscale()])])
+    assert nested(image).shape == (2, 1, 4, 4)
+    with pytest.raises(ValueError, match="but RandomInvert follows it"):
+        T.Compose([T.Compose([T.Grayscale()]), T.RandomInvert()])
+
+
+@requires_torchvision
+def test_torchvision_inputs():
+    """An RGB PIL image becomes an L image through Grayscale(1); a tv_tensors.Image stays one."""
+    from PIL import Image
+    pixels = make_image([3, 6, 5], torch.uint8, "cpu", seed=11)
+    rgb = Image.fromarray(pixels.permute(1, 2, 0).numpy())
+    gray = T.Grayscale()(rgb)
+    assert gray.mode == "L" and gray.size == rgb.size
+    assert torch.equal(torch.from_numpy(__import__("numpy").array(gray)),
+                       T.Grayscale()(pixels)[0])
+    image = tv_tensors.Image(pixels)
+    out = T.Compose([T.Grayscale(3), T.ToDtype(torch.float32, scale=True)])(image)
+    assert isinstance(out, tv_tensors.Image) and out.dtype == torch.float32
+
+
+def pipeline():
+    return T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.Grayscale(),
+                      T.ToDtype(torch.float32, scale=True), T.Normalize([0.5], [0.25])])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torchscript_compile_export(device, fresh_dynamo):
+    transform = pipeline()
+    image = make_image([4, 3, 9, 11], torch.uint8, device, seed=12)
+    params = transform.sample_params(image)
+    expected = transform(image, params)
+    assert expected.shape == (4, 1, 9, 11)
+    assert torch.equal(torch.jit.script(transform)(image, params), expected)
+    assert torch.equal(torch.compile(transform, fullgraph=True)(image, params), expected)
+    batch = torch.export.Dim("batch", min=2)
+    program = torch.export.export(transform, (image,), dynamic_shapes=({0: batch},))
+    for n in (4, 6):
+        image = make_image([n, 3, 9, 11], torch.uint8, device, seed=13 + n)
+        torch.manual_seed(n)
+        drawn = program.module()(image)
+        torch.manual_seed(n)
+        assert torch.equal(drawn, transform(image))
+
+
+@requires_cuda
+def test_cuda_graph():
+    """The fresh draws and the output's plane inside one capture: each replay draws anew."""
+    transform = pipeline()
+    image = make_image([8, 3, 16, 16], torch.uint8, "cuda", seed=14)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        transform(image)  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = transform(image)
+        gray = T.Grayscale(3)(image)
+    outputs = []
+    for _ in range(2):
+        graph.replay()
+        outputs.append(out.clone())
+    assert out.shape == (8, 1, 16, 16) and not torch.equal(outputs[0], outputs[1])
+    assert torch.equal(gray, T.Grayscale(3)(image))
