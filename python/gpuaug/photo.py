@@ -425,11 +425,14 @@ class _Photometric(TorchvisionInputs, nn.Module):
         return self._derived(self._nested(u))
 
     def _nested(self, u: torch.Tensor) -> torch.Tensor:
-        """Each coin of ``nesting`` drawn as 1 (never below a coin's bound) where the coin it
+        """Each coin of ``nesting`` drawn as 1 (never below a coin's bound) where a coin it
         nests in fell outside its interval (the op's coins are one uniform each: RandomApply's
-        transforms with a p of their own apply where both fall for them). Levels outermost
-        first: a coin an outer level set to 1 falls outside every interval of an inner one."""
-        if len(self.nesting) == 0:
+        transforms with a p of their own apply where both fall for them). Every level at once,
+        from the drawn uniforms: a container's rows name every coin inside it, however deep, so
+        a coin outside the interval of any level's is outside, as when levels are applied in
+        turn (a coin an outer level set to 1 falls outside every interval of an inner one)."""
+        levels = len(self.nesting)
+        if levels == 0:
             return u
         if self.nest_outer.device != u.device:
             self.nest_outer = self.nest_outer.to(u.device)
@@ -437,13 +440,11 @@ class _Photometric(TorchvisionInputs, nn.Module):
             self.nest_bounds = self.nest_bounds.to(u.device)
         if self.nest_lows.device != u.device:
             self.nest_lows = self.nest_lows.to(u.device)
-        for level in range(len(self.nesting)):
-            outer = u.index_select(1, self.nest_outer[level])
-            outside = outer >= self.nest_bounds[level]
-            if self.nest_two_sided:
-                outside = outside.logical_or_(outer < self.nest_lows[level])
-            u = u.masked_fill(outside, 1.0)
-        return u
+        outer = u.index_select(1, self.nest_outer.view(-1)).view(-1, levels, self.uniforms)
+        outside = outer >= self.nest_bounds
+        if self.nest_two_sided:
+            outside = outside.logical_or_(outer < self.nest_lows)
+        return u.masked_fill(outside.select(1, 0) if levels == 1 else outside.any(1), 1.0)
 
     def _derived(self, u: torch.Tensor) -> torch.Tensor:
         # columns made of the others after the nesting: RandomOrder's keys
