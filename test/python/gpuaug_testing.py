@@ -228,6 +228,40 @@ def assert_fresh_draws_replay(make, device):
     assert torch.equal(make()(image), make()(image, params))
 
 
+def assert_exported_draws(transform, device, seed):
+    """torch.export of a transform drawing fresh parameters, with a dynamic batch: the same
+    draws and values as eager for the same generator state, at two batch sizes. Returns the
+    exported program."""
+    image = make_image([4, 3, 9, 11], torch.uint8, device, seed=seed)
+    batch = torch.export.Dim("batch", min=2)
+    program = torch.export.export(transform, (image,), dynamic_shapes=({0: batch},))
+    for n in (4, 6):
+        image = make_image([n, 3, 9, 11], torch.uint8, device, seed=seed + 1 + n)
+        torch.manual_seed(n)
+        drawn = program.module()(image)
+        torch.manual_seed(n)
+        assert torch.equal(drawn, transform(image))
+    return program
+
+
+def captured_replays(fn, replays=2):
+    """``fn()`` (a tensor, on CUDA) captured in a CUDA graph after a warm-up outside it: its
+    output after each of ``replays`` replays."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    outputs = []
+    for _ in range(replays):
+        graph.replay()
+        outputs.append(out.clone())
+    return outputs
+
+
 IMAGE_DTYPES = [torch.uint8, torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 

@@ -2,7 +2,8 @@
 torchvision's, and as a Compose's output conversion in the same call of the op."""
 import pytest
 import torch
-from gpuaug_testing import DEVICES, IMAGE_DTYPES, make_image, requires_cuda
+from gpuaug_testing import (DEVICES, IMAGE_DTYPES, assert_exported_draws, captured_replays,
+                            make_image, requires_cuda)
 
 import gpuaug.transforms as T
 
@@ -215,14 +216,7 @@ def test_torchscript_compile_export(device, fresh_dynamo):
     assert expected.shape == (4, 1, 9, 11)
     assert torch.equal(torch.jit.script(transform)(image, params), expected)
     assert torch.equal(torch.compile(transform, fullgraph=True)(image, params), expected)
-    batch = torch.export.Dim("batch", min=2)
-    program = torch.export.export(transform, (image,), dynamic_shapes=({0: batch},))
-    for n in (4, 6):
-        image = make_image([n, 3, 9, 11], torch.uint8, device, seed=13 + n)
-        torch.manual_seed(n)
-        drawn = program.module()(image)
-        torch.manual_seed(n)
-        assert torch.equal(drawn, transform(image))
+    assert_exported_draws(transform, device, seed=13)
 
 
 @requires_cuda
@@ -230,18 +224,7 @@ def test_cuda_graph():
     """The fresh draws and the output's plane inside one capture: each replay draws anew."""
     transform = pipeline()
     image = make_image([8, 3, 16, 16], torch.uint8, "cuda", seed=14)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        transform(image)  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = transform(image)
-        gray = T.Grayscale(3)(image)
-    outputs = []
-    for _ in range(2):
-        graph.replay()
-        outputs.append(out.clone())
-    assert out.shape == (8, 1, 16, 16) and not torch.equal(outputs[0], outputs[1])
-    assert torch.equal(gray, T.Grayscale(3)(image))
+    outputs = captured_replays(lambda: transform(image))
+    assert outputs[0].shape == (8, 1, 16, 16) and not torch.equal(outputs[0], outputs[1])
+    assert torch.equal(captured_replays(lambda: T.Grayscale(3)(image), 1)[0],
+                       T.Grayscale(3)(image))

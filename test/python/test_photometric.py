@@ -16,7 +16,8 @@ except ImportError:
 import gpuaug
 from gpuaug import Stage
 from gpuaug import transforms as T
-from gpuaug_testing import (DEVICES, IMAGE_DTYPES, assert_matches_torchvision, make_image,
+from gpuaug_testing import (DEVICES, IMAGE_DTYPES, assert_exported_draws,
+                            assert_matches_torchvision, captured_replays, make_image,
                             requires_cuda, requires_two_gpus)
 
 requires_torchvision = pytest.mark.skipif(
@@ -1048,17 +1049,8 @@ def test_export_draws_inside(name, device):
     """torch.export of a transform drawing fresh parameters (torch.rand, then the op, given the
     uniforms' factor_ranges where the transform has them): the same draws and values as eager
     for the same generator state, at another batch size too."""
-    transform = fresh_draw_transforms()[name]
-    image = make_image([4, 3, 9, 11], torch.uint8, device, seed=45)
-    batch = torch.export.Dim("batch", min=2)
-    program = torch.export.export(transform, (image,), dynamic_shapes=({0: batch},))
+    program = assert_exported_draws(fresh_draw_transforms()[name], device, seed=45)
     assert torch.ops.gpuaug.photometric.default in {n.target for n in program.graph.nodes}
-    for n in (4, 6):
-        image = make_image([n, 3, 9, 11], torch.uint8, device, seed=46 + n)
-        torch.manual_seed(n)
-        drawn = program.module()(image)
-        torch.manual_seed(n)
-        assert torch.equal(drawn, transform(image))
 
 
 @requires_cuda
@@ -1067,18 +1059,7 @@ def test_cuda_graph_fresh_draws(name):
     """forward's own draws captured with it: each replay draws anew."""
     transform = fresh_draw_transforms()[name]
     image = make_image([8, 3, 16, 16], torch.uint8, "cuda", seed=19)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        transform(image)  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = transform(image)
-    outputs = []
-    for _ in range(2):
-        graph.replay()
-        outputs.append(out.clone())
+    outputs = captured_replays(lambda: transform(image))
     assert not torch.equal(outputs[0], outputs[1])
 
 
