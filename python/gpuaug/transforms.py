@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from .conversion import Grayscale, Normalize, ToDtype
+from .from_torchvision import from_torchvision
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
                     RandomPosterize, RandomSolarize, _check_params, _conversion_arguments)
@@ -18,7 +19,7 @@ from .samples import TorchvisionInputs
 __all__ = ["ColorAugment", "ColorJitter", "Compose", "Grayscale", "Normalize", "RandomApply",
            "RandomAutocontrast", "RandomChannelPermutation", "RandomChoice", "RandomEqualize",
            "RandomGrayscale", "RandomInvert", "RandomOrder", "RandomPhotometricDistort",
-           "RandomPosterize", "RandomSolarize", "ToDtype"]
+           "RandomPosterize", "RandomSolarize", "ToDtype", "from_torchvision"]
 
 Range = Tuple[float, float]
 

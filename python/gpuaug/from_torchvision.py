@@ -1,0 +1,131 @@
+"""``from_torchvision``: a torchvision.transforms pipeline (v2, or v1's classes of the same names)
+with gpuaug's transforms in place of its photometric ones, each sample drawing its own factors,
+coins and order, and each run of them one Compose: one call of the op."""
+
+from typing import Any, List, Optional
+
+import torch
+from torch import nn
+
+from .conversion import Grayscale, Normalize, ToDtype
+from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
+                    RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
+                    RandomPosterize, RandomSolarize)
+from .random_apply import RandomApply
+from .random_choice import RandomChoice
+from .random_order import RandomOrder
+
+# torchvision's photometric transforms by class name: gpuaug's of their arguments
+_PHOTOMETRIC = {
+    "ColorJitter": lambda t: ColorJitter(t.brightness, t.contrast, t.saturation, t.hue),
+    "RandomPhotometricDistort": lambda t: RandomPhotometricDistort(
+        t.brightness, t.contrast, t.saturation, t.hue, t.p),
+    "RandomGrayscale": lambda t: RandomGrayscale(t.p),
+    "Grayscale": lambda t: Grayscale(t.num_output_channels),
+    "RandomSolarize": lambda t: RandomSolarize(float(t.threshold), t.p),
+    "RandomPosterize": lambda t: RandomPosterize(t.bits, t.p),
+    "RandomInvert": lambda t: RandomInvert(t.p),
+    "RandomAutocontrast": lambda t: RandomAutocontrast(t.p),
+    "RandomEqualize": lambda t: RandomEqualize(t.p),
+    "RandomChannelPermutation": lambda t: RandomChannelPermutation(),
+}
+
+
+def from_torchvision(transform: Any) -> Any:
+    """``transform`` (a torchvision.transforms transform, a Compose of them among others) with
+    gpuaug's in place of torchvision's photometric transforms: ColorJitter, Grayscale and the
+    Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them. A run of
+    them in a Compose, with a ToDtype (``scale=True``; v1's ConvertImageDtype) and a Normalize
+    after it, becomes one gpuaug Compose; the others (geometry, say) stay torchvision's, in
+    place, in a Compose of torchvision's class. The result draws per sample where torchvision
+    draws per call, and otherwise computes what torchvision does (see gpuaug.transforms)."""
+    if not type(transform).__module__.startswith("torchvision.transforms"):
+        raise TypeError("gpuaug.transforms.from_torchvision: expected a torchvision.transforms "
+                        f"transform, got {type(transform).__name__}")
+    if type(transform).__name__ == "Compose":
+        parts = _runs(transform.transforms)
+        return parts[0] if len(parts) == 1 and not _is_torchvision(parts[0]) else \
+            type(transform)(parts)
+    converted = _photometric(transform)
+    if converted is None:
+        converted = _conversion(transform)
+    return transform if converted is None else converted
+
+
+def _is_torchvision(t: Any) -> bool:
+    return type(t).__module__.startswith("torchvision.transforms")
+
+
+def _photometric(t: Any) -> Optional[nn.Module]:
+    """gpuaug's transform for a photometric transform or a container (Compose included) of
+    nothing else, else None."""
+    if not _is_torchvision(t):
+        return None
+    name = type(t).__name__
+    if name in _PHOTOMETRIC:
+        return _PHOTOMETRIC[name](t)
+    if name not in ("Compose", "RandomApply", "RandomChoice", "RandomOrder"):
+        return None
+    held = [_photometric(h) for h in t.transforms]
+    if any(h is None for h in held):
+        return None
+    if name == "Compose":
+        return Compose(held)
+    if name == "RandomApply":
+        return RandomApply(held, p=t.p)
+    if name == "RandomChoice":
+        return RandomChoice(held, p=t.p)
+    return RandomOrder(held)
+
+
+def _conversion(t: Any) -> Optional[nn.Module]:
+    """gpuaug's ToDtype or Normalize for torchvision's (an image dtype, scaled), else None."""
+    name = type(t).__name__
+    if name == "Normalize":
+        return Normalize(t.mean, t.std)
+    scaled = name == "ConvertImageDtype" or (name == "ToDtype" and t.scale)
+    if scaled and isinstance(t.dtype, torch.dtype):
+        return ToDtype(t.dtype, scale=True)
+    return None
+
+
+def _flattened(transforms: List[Any]) -> List[Any]:
+    """A Compose's transforms with the Composes among them replaced by theirs, in turn."""
+    flat: List[Any] = []
+    for t in transforms:
+        flat += (_flattened(t.transforms) if _is_torchvision(t) and type(t).__name__ == "Compose"
+                 else [t])
+    return flat
+
+
+def _runs(transforms: List[Any]) -> List[Any]:
+    """A Compose's transforms with each run of photometric ones and the conversion after it as
+    one gpuaug Compose (one transform alone as itself); torchvision's others as they are."""
+    parts: List[Any] = []
+    run: List[nn.Module] = []
+
+    def close() -> None:
+        if run:
+            parts.append(run[0] if len(run) == 1 else Compose(list(run)))
+            run.clear()
+
+    for t in _flattened(transforms):
+        photometric = _photometric(t)
+        conversion = None if photometric is not None else _conversion(t)
+        if photometric is not None:
+            # a run's conversion, or a Grayscale to one channel, is its last photometric step
+            if run and (run[-1].dtype is not None or run[-1].mean is not None
+                        or run[-1].keeps_first_plane):
+                close()
+            run.append(photometric)
+        elif conversion is not None:
+            # ToDtype, then Normalize, once each
+            if run and (run[-1].mean is not None or
+                        (run[-1].dtype is not None and isinstance(conversion, ToDtype))):
+                close()
+            run.append(conversion)
+        else:
+            close()
+            parts.append(t)
+    close()
+    return parts

@@ -1,0 +1,126 @@
+"""from_torchvision: torchvision pipelines with gpuaug's photometric transforms in place."""
+import pytest
+import torch
+from gpuaug_testing import DEVICES, make_image
+
+import gpuaug.transforms as T
+
+try:  # the newest PyTorch may have no torchvision released for it yet
+    import torchvision.transforms as v1
+    from torchvision import tv_tensors
+    from torchvision.transforms import v2
+except ImportError:
+    v2 = None
+
+pytestmark = pytest.mark.skipif(
+    v2 is None, reason="torchvision is not installed (none may be released for this PyTorch yet)")
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def leaves():
+    """torchvision's transform, gpuaug's made directly with the same arguments."""
+    return [
+        (v2.ColorJitter(0.4, 0.3, 0.2, 0.1), T.ColorJitter(0.4, 0.3, 0.2, 0.1)),
+        (v2.ColorJitter(brightness=(0.5, 0.9), hue=0.2), T.ColorJitter((0.5, 0.9), hue=0.2)),
+        (v2.RandomPhotometricDistort(hue=(-0.1, 0.2), p=0.3),
+         T.RandomPhotometricDistort(hue=(-0.1, 0.2), p=0.3)),
+        (v2.RandomGrayscale(0.3), T.RandomGrayscale(0.3)),
+        (v2.Grayscale(3), T.Grayscale(3)),
+        (v2.RandomSolarize(100, 0.4), T.RandomSolarize(100.0, 0.4)),
+        (v2.RandomPosterize(3, 0.6), T.RandomPosterize(3, 0.6)),
+        (v2.RandomInvert(0.2), T.RandomInvert(0.2)),
+        (v2.RandomAutocontrast(0.7), T.RandomAutocontrast(0.7)),
+        (v2.RandomEqualize(0.8), T.RandomEqualize(0.8)),
+        (v2.RandomChannelPermutation(), T.RandomChannelPermutation()),
+        (v2.RandomApply([v2.RandomInvert(0.5), v2.ColorJitter(0.2)], p=0.3),
+         T.RandomApply([T.RandomInvert(0.5), T.ColorJitter(0.2)], p=0.3)),
+        (v2.RandomChoice([v2.RandomEqualize(), v2.RandomSolarize(50)], p=[1, 3]),
+         T.RandomChoice([T.RandomEqualize(), T.RandomSolarize(50.0)], p=[1, 3])),
+        (v2.RandomOrder([v2.RandomInvert(), v2.ColorJitter(0, 0, 0.4)]),
+         T.RandomOrder([T.RandomInvert(), T.ColorJitter(0, 0, 0.4)])),
+        (v1.ColorJitter(0.4, 0.3, 0.2, 0.1), T.ColorJitter(0.4, 0.3, 0.2, 0.1)),
+        (v1.RandomChoice([v1.RandomInvert(), v1.RandomEqualize()]),
+         T.RandomChoice([T.RandomInvert(), T.RandomEqualize()])),
+    ]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index", range(len(leaves())))
+def test_photometric_transforms(index, device):
+    """The same transform as gpuaug's made directly: its arguments and its draws."""
+    theirs, ours = leaves()[index]
+    converted = T.from_torchvision(theirs)
+    assert type(converted) is type(ours) and repr(converted) == repr(ours)
+    image = make_image([6, 3, 7, 9], torch.uint8, device, seed=index)
+    torch.manual_seed(index)
+    out = converted(image)
+    torch.manual_seed(index)
+    assert torch.equal(out, ours(image))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pipeline_with_geometry(device):
+    """A flip stays torchvision's, with the boxes; the run after it is one gpuaug Compose."""
+    pipeline = v2.Compose([v2.RandomHorizontalFlip(p=1.0), v2.ColorJitter(0.4, 0.4, 0.4, 0.1),
+                           v2.RandomGrayscale(0.2), v2.ToDtype(torch.float32, scale=True),
+                           v2.Normalize(MEAN, STD)])
+    converted = T.from_torchvision(pipeline)
+    assert type(converted) is v2.Compose and converted.transforms[0] is pipeline.transforms[0]
+    fused = converted.transforms[1]
+    assert type(fused) is T.Compose and (fused.dtype, fused.mean, fused.std) == (
+        torch.float32, MEAN, STD)
+    direct = T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.2)],
+                       dtype=torch.float32, mean=MEAN, std=STD)
+    image = tv_tensors.Image(make_image([4, 3, 8, 10], torch.uint8, device, seed=20))
+    boxes = tv_tensors.BoundingBoxes([[1, 2, 4, 6]], format="XYXY", canvas_size=(8, 10),
+                                     device=device)
+    torch.manual_seed(3)
+    out, out_boxes = converted(image, boxes)
+    torch.manual_seed(3)  # the flip draws too
+    expected = direct(v2.RandomHorizontalFlip(p=1.0)(image).as_subclass(torch.Tensor))
+    assert isinstance(out, tv_tensors.Image) and torch.equal(out.as_subclass(torch.Tensor),
+                                                             expected)
+    assert out_boxes.tolist() == [[6, 2, 9, 6]]
+
+
+def test_runs():
+    """Where a gpuaug Compose ends: its conversion last, a one-channel Grayscale before it, a
+    transform gpuaug has not; nested Composes are one run."""
+    parts = T.from_torchvision(v2.Compose([
+        v2.ToDtype(torch.float32, scale=True), v2.ColorJitter(0.4),
+        v2.Compose([v2.RandomInvert(), v2.Grayscale()]), v2.Normalize([0.5], [0.2]),
+        v2.RandomInvert(), v2.RandomResizedCrop(4), v2.ToDtype(torch.float16, scale=False),
+        v2.Normalize([0.5], [0.2]), v2.ToDtype(torch.float16, scale=True)])).transforms
+    kinds = [type(p).__name__ + ("" if type(p).__module__.startswith("gpuaug") else " (tv)")
+             for p in parts]
+    assert kinds == ["ToDtype", "Compose", "RandomInvert", "RandomResizedCrop (tv)",
+                     "ToDtype (tv)", "Normalize", "ToDtype"]
+    assert [type(t).__name__ for t in parts[1].transforms] == ["ColorJitter", "RandomInvert",
+                                                               "Grayscale"]
+    assert parts[1].mean == [0.5] and parts[1].keeps_first_plane
+    # a container of a transform gpuaug has not stays torchvision's, whole
+    held = v2.RandomApply([v2.RandomHorizontalFlip(), v2.ColorJitter(0.2)])
+    assert T.from_torchvision(held) is held
+
+
+def test_deterministic_end_to_end():
+    image = make_image([3, 3, 9, 7], torch.uint8, "cpu", seed=21)
+    for version in (v2, v1):
+        to_float = (v2.ToDtype(torch.float32, scale=True) if version is v2
+                    else v1.ConvertImageDtype(torch.float32))
+        pipeline = version.Compose([version.RandomInvert(1.0), version.Grayscale(), to_float,
+                                    version.Normalize([0.5], [0.25])])
+        converted = T.from_torchvision(pipeline)
+        assert type(converted) is T.Compose
+        expected = pipeline(image)
+        assert (converted(image) - expected).abs().max().item() <= 1e-5
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="from_torchvision: expected a torchvision.transforms "
+                       "transform, got ColorJitter"):
+        T.from_torchvision(T.ColorJitter(0.4))
+    # gpuaug's own limits, by their own messages
+    with pytest.raises(ValueError, match="RandomOrder"):
+        T.from_torchvision(v2.RandomOrder([v2.RandomEqualize(), v2.RandomAutocontrast()]))
