@@ -21,7 +21,6 @@ class Grayscale(_Photometric):
         if num_output_channels not in (1, 3):
             raise ValueError(f"num_output_channels must be 1 or 3, got {num_output_channels}.")
         super().__init__([Stage.GRAYSCALE], 0, None)
-        self.output_channels = num_output_channels
         self.keeps_first_plane = num_output_channels == 1
         self._describe([f"num_output_channels={num_output_channels}"])
         self._set_draws()
@@ -35,7 +34,7 @@ class Grayscale(_Photometric):
                        torch.ones([n, 1], dtype=torch.bool, device=device))
 
     def _check(self, image: torch.Tensor) -> None:
-        if self.output_channels == 3 and image.shape[-3] == 1:
+        if not self.keeps_first_plane and image.shape[-3] == 1:
             raise ValueError("gpuaug.transforms.Grayscale: num_output_channels=3 of a 1-channel "
                              "image is that image expanded: use image.expand(...) instead")
 

@@ -80,6 +80,8 @@ def _photometric(t: Any) -> Optional[nn.Module]:
 
 def _conversion(t: Any) -> Optional[nn.Module]:
     """gpuaug's ToDtype or Normalize for torchvision's (an image dtype, scaled), else None."""
+    if not _is_torchvision(t):
+        return None
     name = type(t).__name__
     if name == "Normalize":
         return Normalize(t.mean, t.std)
