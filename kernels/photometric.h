@@ -148,13 +148,17 @@ struct SampleProgram {
 // The final conversion: mean / std only with a floating output, as one multiply-add,
 // v * inv_std + offset (offset = -mean / std; uint8 images' unscaled values take inv_std_u8 =
 // 1 / (255 std)): within two ulps of torchvision's scaling, subtraction and division. Without
-// normalisation inv_std_u8 is 1/255 and offset 0 (uint8 to floating is that product).
+// normalisation inv_std_u8 is 1/255 and offset 0 (uint8 to floating is that product). A uint8
+// image's float64 output is torchvision's arithmetic in float64, (v * (1 / 255) - mean) / std
+// (mean 0 and std 1 without normalisation): the same values.
 template <typename P>
 struct Output {
   bool normalize;
   P inv_std[3];
   P inv_std_u8[3];
   P offset[3];
+  double mean_f64[3];
+  double std_f64[3];
 };
 
 }  // namespace gpuaug
@@ -228,11 +232,16 @@ photo::Output<P> photometric_output(std::optional<c10::ArrayRef<double>> mean,
                                           std::optional<c10::ArrayRef<double>> stddev) {
   photo::Output<P> o{};
   o.normalize = mean.has_value();
-  for (int c = 0; c < 3; ++c) o.inv_std_u8[c] = static_cast<P>(1.0 / 255.0);  // to_dtype's scale
+  for (int c = 0; c < 3; ++c) {  // to_dtype's scale
+    o.inv_std_u8[c] = static_cast<P>(1.0 / 255.0);
+    o.std_f64[c] = 1.0;
+  }
   for (size_t c = 0; o.normalize && c < mean->size(); ++c) {
     o.inv_std[c] = static_cast<P>(1.0 / (*stddev)[c]);
     o.inv_std_u8[c] = static_cast<P>(1.0 / (255.0 * (*stddev)[c]));
     o.offset[c] = static_cast<P>(-(*mean)[c] / (*stddev)[c]);
+    o.mean_f64[c] = (*mean)[c];
+    o.std_f64[c] = (*stddev)[c];
   }
   return o;
 }

@@ -372,7 +372,11 @@ C10_HOST_DEVICE inline out_t convert(P v, const Output<P>& o, int c) {
     return static_cast<out_t>(small_int(u8_value<T>(v)));
   } else {
     // uint8 images: one multiply-add with or without normalisation (then 1/255 and 0: the
-    // product alone, exactly), so the GPU's stores are not both paths under a predicate
+    // product alone, exactly), so the GPU's stores are not both paths under a predicate; to
+    // float64 torchvision's own steps (v, an integer, is exact in float32)
+    if constexpr (kIsU8<T> && std::is_same_v<out_t, double>) {
+      return (static_cast<double>(v) * (1.0 / 255.0) - o.mean_f64[c]) / o.std_f64[c];
+    }
     if constexpr (kIsU8<T>) return static_cast<out_t>(std::fma(v, o.inv_std_u8[c], o.offset[c]));
     if (o.normalize) return static_cast<out_t>(std::fma(v, o.inv_std[c], o.offset[c]));
     return static_cast<out_t>(v);

@@ -65,8 +65,7 @@ def test_to_dtype_from_uint8_and_back(out_dtype, device):
     image = make_image([3, 3, 11, 7], torch.uint8, device, seed=4)
     out = T.ToDtype(out_dtype, scale=True)(image)
     expected = v2.ToDtype(out_dtype, scale=True)(image.cpu())
-    # a uint8 image's values are computed in float32: float64 within its rounding
-    assert_close_to(out, expected, 1e-7 if out_dtype == torch.float64 else 0.0)
+    assert_close_to(out, expected, 0.0)
     # floating to uint8, as to_dtype(scale=True): x * 255.999, truncated
     floating = make_image([3, 3, 11, 7], out_dtype, device, seed=5)
     back = T.ToDtype(torch.uint8, scale=True)(floating)
@@ -88,6 +87,22 @@ def test_normalize(one_value, dtype, device):
     # one multiply-add by 1 / std: within two of the dtype's units of torchvision's (1e-5: float)
     tolerance = ulps(dtype) * 4 if dtype in (torch.float16, torch.bfloat16) else 1e-5
     assert_close_to(out, expected, tolerance)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_uint8_to_float64_normalized_as_torchvision(channels_last, device):
+    """float64 from uint8 is torchvision's arithmetic in float64: the same values."""
+    image = make_image([3, 3, 16, 16], torch.uint8, "cpu", seed=15)
+    image.view(-1)[:256] = torch.arange(256, dtype=torch.uint8)  # every value
+    pipeline = [T.RandomInvert(1.0), T.ToDtype(torch.float64, scale=True), T.Normalize(MEAN, STD)]
+    reference = v2.Compose([v2.RandomInvert(1.0), v2.ToDtype(torch.float64, scale=True),
+                            v2.Normalize(MEAN, STD)])
+    on_device = image.to(device)
+    if channels_last:
+        on_device = on_device.contiguous(memory_format=torch.channels_last)
+    assert torch.equal(T.Compose(pipeline)(on_device).cpu(), reference(image))
 
 
 @requires_torchvision
