@@ -46,7 +46,7 @@ def leaves():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("index", range(len(leaves())))
+@pytest.mark.parametrize("index", range(len(leaves()) if v2 is not None else 0))
 def test_photometric_transforms(index, device):
     """The same transform as gpuaug's made directly: its arguments and its draws."""
     theirs, ours = leaves()[index]
