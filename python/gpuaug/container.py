@@ -7,7 +7,8 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
-from .photo import _color_augment_stage, _concatenated, _merged_levels, _Photometric, _set_nesting
+from .photo import (_color_augment_stage, _concatenated, _converts, _merged_levels, _Photometric,
+                    _set_nesting)
 
 
 class _Container(_Photometric):
@@ -37,9 +38,9 @@ class _Container(_Photometric):
         self.held_derive = any(t.derives for t in transforms)
         self.derives = self.held_derive
 
-    def _check(self, image: torch.Tensor) -> None:
+    def _check(self, dtype: torch.dtype, channels: int) -> None:
         for t in self.transforms:
-            t._check(image)
+            t._check(dtype, channels)
 
     def _units(self, whole: bool) -> List[List[int]]:
         # its transforms run in turn: a call of the op may end between them (and inside a held
@@ -126,10 +127,10 @@ def _check_transform(t: nn.Module, owner: str) -> None:
         raise TypeError(f"gpuaug.transforms.{owner}: expected gpuaug.transforms' photometric "
                         f"transforms, Composes of them or ColorAugment, got {type(t).__name__} "
                         f"(torchvision's {owner} takes any transform, with one draw a call)")
-    if t.dtype is not None or t.mean is not None:
+    if _converts(t):
         raise ValueError(f"gpuaug.transforms.{owner}: a transform in it cannot convert the "
-                         "output: pass 'dtype', 'mean' and 'std' (or ToDtype and Normalize, "
-                         "last) to a Compose around it")
+                         "output: pass 'dtype', 'mean' and 'std' (or ToDtype and Normalize) to "
+                         "a Compose around it")
     if t.keeps_first_plane:
         raise ValueError(f"gpuaug.transforms.{owner}: Grayscale(num_output_channels=1) in it "
                          "would leave samples of one channel and samples of three: use "

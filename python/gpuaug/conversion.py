@@ -1,7 +1,8 @@
 """torchvision.transforms.v2's transforms that draw nothing: Grayscale, ToDtype and Normalize, so
-that a torchvision pipeline reads the same in gpuaug. In a Compose, a trailing ToDtype and
-Normalize become its output conversion (the op's ``dtype``, ``mean`` and ``std``), in the same
-pass, and a Grayscale with one output channel comes last before them."""
+that a torchvision pipeline reads the same in gpuaug. In a Compose, a ToDtype and Normalize
+become the output conversion (the op's ``dtype``, ``mean`` and ``std``) of the call before them,
+in the same pass: trailing ones the Compose's own, others where they are, a call of the op
+ending there. A Grayscale with one output channel comes last before them."""
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -26,15 +27,14 @@ class Grayscale(_Photometric):
         self._set_draws()
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        self._check(image)
         n = u.shape[0]
         device = image.device
         return _params(torch.zeros([n, 1], device=device),
                        torch.zeros([n, 1], dtype=torch.long, device=device),
                        torch.ones([n, 1], dtype=torch.bool, device=device))
 
-    def _check(self, image: torch.Tensor) -> None:
-        if not self.keeps_first_plane and image.shape[-3] == 1:
+    def _check(self, dtype: torch.dtype, channels: int) -> None:
+        if not self.keeps_first_plane and channels == 1:
             raise ValueError("gpuaug.transforms.Grayscale: num_output_channels=3 of a 1-channel "
                              "image is that image expanded: use image.expand(...) instead")
 
@@ -64,8 +64,9 @@ class _Conversion(_Photometric):
 
 class ToDtype(_Conversion):
     """torchvision.transforms.v2.ToDtype with ``scale=True`` for images: uint8 to a floating
-    dtype (values / 255), a floating dtype to uint8, or the image's own dtype. The op converts
-    as ``to_dtype(scale=True)`` does; an unscaled cast is ``image.to(dtype)``."""
+    dtype (values / 255), a floating dtype to uint8 or to another (a cast), or the image's own
+    dtype. The op converts as ``to_dtype(scale=True)`` does; an unscaled cast is
+    ``image.to(dtype)``."""
 
     def __init__(self, dtype: torch.dtype, scale: bool = False) -> None:
         if not isinstance(dtype, torch.dtype):
@@ -94,7 +95,6 @@ def _output_conversion(owner: str, transforms: List[nn.Module], dtype: Optional[
                                   Optional[Sequence[float]], Optional[Sequence[float]]]:
     """A Compose's ``transforms`` without their trailing ToDtype and Normalize, and its output
     conversion with theirs."""
-    given = list(transforms)
     transforms = list(transforms)
     if transforms and isinstance(transforms[-1], Normalize):
         if mean is not None:
@@ -107,11 +107,32 @@ def _output_conversion(owner: str, transforms: List[nn.Module], dtype: Optional[
             raise ValueError(f"gpuaug.transforms.{owner}: got both 'dtype' and a trailing "
                              "ToDtype: pass one of them")
         dtype = transforms.pop().dtype
-    for i, t in enumerate(transforms):
-        if isinstance(t, _Conversion):
-            raise ValueError(f"gpuaug.transforms.{owner}: ToDtype and Normalize are its output "
-                             "conversion, in the same pass, so they come last (ToDtype, then "
-                             f"Normalize), but got {type(t).__name__} before "
-                             f"{type(given[i + 1]).__name__}; to transform a converted image, "
-                             "convert it before the Compose")
     return transforms, dtype, mean, std
+
+
+Conversion = Tuple[int, Optional[torch.dtype], Optional[List[float]], Optional[List[float]]]
+
+
+def _inner_conversions(transforms: List[nn.Module]
+                       ) -> Tuple[List[Conversion], List[Optional[torch.dtype]]]:
+    """The ToDtype and Normalize among a Compose's ``transforms`` (before its own): each a call's
+    end, as (the index of the transform it ends after, dtype, mean, std), a ToDtype and the
+    Normalize right after it one conversion; and each transform's input dtype where one of them
+    set it (None: the image's)."""
+    conversions: List[Conversion] = []
+    input_dtypes: List[Optional[torch.dtype]] = []
+    current: Optional[torch.dtype] = None
+    for i, t in enumerate(transforms):
+        input_dtypes.append(current)
+        if not isinstance(t, _Conversion):
+            continue
+        if isinstance(t, ToDtype):
+            current = t.dtype
+            if i + 1 < len(transforms) and isinstance(transforms[i + 1], Normalize):
+                continue  # converted, then normalised, in one call
+            conversions.append((i, t.dtype, None, None))
+        else:
+            before = transforms[i - 1] if i > 0 else None
+            dtype = before.dtype if isinstance(before, ToDtype) else None
+            conversions.append((i, dtype, t.mean, t.std))
+    return conversions, input_dtypes

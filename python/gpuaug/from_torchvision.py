@@ -1,6 +1,7 @@
 """``from_torchvision``: a torchvision.transforms pipeline (v2, or v1's classes of the same names)
 with gpuaug's transforms in place of its photometric ones, each sample drawing its own factors,
-coins and order, and each run of them one Compose: one call of the op."""
+coins and order, and each run of them one Compose: one call of the op, or one per conversion or
+reduction stage inside it."""
 
 from typing import Any, List, Optional
 
@@ -35,8 +36,8 @@ def from_torchvision(transform: Any) -> Any:
     """``transform`` (a torchvision.transforms transform, a Compose of them among others) with
     gpuaug's in place of torchvision's photometric transforms: ColorJitter, Grayscale and the
     Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them. A run of
-    them in a Compose, with a ToDtype (``scale=True``; v1's ConvertImageDtype) and a Normalize
-    after it, becomes one gpuaug Compose; the others (geometry, say) stay torchvision's, in
+    them in a Compose, with the ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize
+    among and after them, becomes one gpuaug Compose; the others (geometry, say) stay torchvision's, in
     place, in a Compose of torchvision's class. The result draws per sample where torchvision
     draws per call, and otherwise computes what torchvision does (see gpuaug.transforms)."""
     if not type(transform).__module__.startswith("torchvision.transforms"):
@@ -101,8 +102,8 @@ def _flattened(transforms: List[Any]) -> List[Any]:
 
 
 def _runs(transforms: List[Any]) -> List[Any]:
-    """A Compose's transforms with each run of photometric ones and the conversion after it as
-    one gpuaug Compose (one transform alone as itself); torchvision's others as they are."""
+    """A Compose's transforms with each run of photometric ones and conversions as one gpuaug
+    Compose (one transform alone as itself); torchvision's others as they are."""
     parts: List[Any] = []
     run: List[nn.Module] = []
 
@@ -112,22 +113,15 @@ def _runs(transforms: List[Any]) -> List[Any]:
             run.clear()
 
     for t in _flattened(transforms):
-        photometric = _photometric(t)
-        conversion = None if photometric is not None else _conversion(t)
-        if photometric is not None:
-            # a run's conversion, or a Grayscale to one channel, is its last photometric step
-            if run and (run[-1].dtype is not None or run[-1].mean is not None
-                        or run[-1].keeps_first_plane):
-                close()
-            run.append(photometric)
-        elif conversion is not None:
-            # ToDtype, then Normalize, once each
-            if run and (run[-1].mean is not None or
-                        (run[-1].dtype is not None and isinstance(conversion, ToDtype))):
-                close()
-            run.append(conversion)
-        else:
+        conversion = _conversion(t)
+        converted = _photometric(t) if conversion is None else conversion
+        if converted is None:
             close()
             parts.append(t)
+            continue
+        # after a Grayscale to one channel, only conversions join its run
+        if conversion is None and any(r.keeps_first_plane for r in run):
+            close()
+        run.append(converted)
     close()
     return parts

@@ -250,21 +250,34 @@ def _merged_levels(parts: List[List[List[List[float]]]],
     return levels
 
 
-def _call_bounds(units: List[List[int]]) -> List[int]:
+def _call_bounds(units: List[List[int]], unit_outputs: List[int],
+                 own_converts: bool) -> Tuple[List[int], List[int]]:
     """The op's calls for ``units`` (stage lists that run one after the other, each in one
-    call): the first slot of each call, then the slot count. A call takes one reduction stage
+    call): the first slot of each call, then the slot count; and each call's output conversion
+    (an index of the transform's ``output_*`` lists, -1: none). A call takes one reduction stage
     (contrast, autocontrast, equalize) at most, since the stages after it need the image as it
-    leaves them; a unit holds one at most."""
-    bounds, reductions, slots = [0], 0, 0
-    for unit in units:
-        own = sum(1 for s in unit if s in _REDUCTIONS)
-        if reductions + own > 1 and slots > bounds[-1]:
+    leaves them; a unit holds one at most. A call ends after a unit with an output conversion
+    (``unit_outputs``: a Compose's ToDtype or Normalize, an empty unit), and the last call takes
+    the transform's own (the lists' last; ``own_converts``: whether it converts at all)."""
+    bounds, outputs, reductions, slots = [0], [], 0, 0
+    own = max(unit_outputs + [-1]) + 1
+    for unit, output in zip(units, unit_outputs):
+        own_reductions = sum(1 for s in unit if s in _REDUCTIONS)
+        if reductions + own_reductions > 1 and slots > bounds[-1]:
             bounds.append(slots)
+            outputs.append(-1)
             reductions = 0
-        reductions += own
+        reductions += own_reductions
         slots += len(unit)
-    bounds.append(slots)
-    return bounds
+        if output >= 0:
+            bounds.append(slots)
+            outputs.append(output)
+            reductions = 0
+    # after a call that ends with a conversion, the own one (where it converts) is a call alone
+    if slots > bounds[-1] or not outputs or own_converts:
+        bounds.append(slots)
+        outputs.append(own)
+    return bounds, outputs
 
 
 def _ranges_of(slots: List[List[float]]) -> List[float]:
@@ -294,11 +307,17 @@ class _Photometric(TorchvisionInputs, nn.Module):
     uniforms: int
     bounds: List[int]
     program_bounds: List[int]
+    call_outputs: List[int]
+    program_outputs: List[int]
+    output_dtypes: List[Optional[torch.dtype]]
+    output_means: List[Optional[List[float]]]
+    output_stds: List[Optional[List[float]]]
     call_draws: List[List[float]]
     nesting: List[List[List[float]]]
     nest_two_sided: bool
     derives: bool
     keeps_first_plane: bool
+    input_dtypes: List[Optional[torch.dtype]]
     dtype: Optional[torch.dtype]
     mean: Optional[List[float]]
     std: Optional[List[float]]
@@ -319,10 +338,16 @@ class _Photometric(TorchvisionInputs, nn.Module):
         self.dtype = dtype
         self.mean = None if mean is None else [float(m) for m in mean]
         self.std = None if std is None else [float(s) for s in std]
-        # the op's calls over the stages (replay) and the program (fresh draws), and each fresh
-        # call's factor_ranges: set by _set_draws
+        # the op's calls over the stages (replay) and the program (fresh draws), each call's
+        # output conversion (the transform's own last; a Compose's ToDtype and Normalize before
+        # it) and each fresh call's factor_ranges: set by _set_draws
         self.bounds = [0, len(stages)]
         self.program_bounds = [0, len(stages)]
+        self.call_outputs = [0]
+        self.program_outputs = [0]
+        self.output_dtypes = [self.dtype]
+        self.output_means = [self.mean]
+        self.output_stds = [self.std]
         self.call_draws = [[]]
         # the coins that nest in another (RandomApply's, RandomChoice's), and whether _derived
         # writes columns of its own (RandomOrder's keys)
@@ -330,6 +355,8 @@ class _Photometric(TorchvisionInputs, nn.Module):
         self.derives = False
         # Grayscale(num_output_channels=1): the op's first plane of three is the output
         self.keeps_first_plane = False
+        # a Compose's: each transform's input dtype where a ToDtype before it sets it
+        self.input_dtypes = []
         self._describe([])
 
     def _describe(self, arguments: List[str]) -> None:
@@ -344,10 +371,25 @@ class _Photometric(TorchvisionInputs, nn.Module):
         # a subclass's last step: its constants are in place
         self._set_calls(_drawn_terms(self._affine_terms(), 0, 0.0))
 
-    def _set_calls(self, slots: List[List[float]]) -> None:
-        """The op's calls, from the program's ``slots`` (``_drawn_terms``) and ``_units``."""
-        self.bounds = _call_bounds(self._units(True))
-        self.program_bounds = _call_bounds(self._units(False))
+    def _set_calls(self, slots: List[List[float]],
+                   conversions: Optional[List[Tuple[int, Optional[torch.dtype],
+                                                    Optional[List[float]],
+                                                    Optional[List[float]]]]] = None) -> None:
+        """The op's calls, from the program's ``slots`` (``_drawn_terms``) and ``_units``; a
+        Compose's ``conversions`` before its own: each a unit after which a call ends, and the
+        ``dtype``, ``mean`` and ``std`` that call converts to."""
+        conversions = conversions or []
+        unit_outputs = [-1] * len(self._units(False))
+        for i, (unit, _, _, _) in enumerate(conversions):
+            unit_outputs[unit] = i
+        self.output_dtypes = [c[1] for c in conversions] + [self.dtype]
+        self.output_means = [c[2] for c in conversions] + [self.mean]
+        self.output_stds = [c[3] for c in conversions] + [self.std]
+        own_converts = self.dtype is not None or self.mean is not None
+        self.bounds, self.call_outputs = _call_bounds(self._units(True), unit_outputs,
+                                                      own_converts)
+        self.program_bounds, self.program_outputs = _call_bounds(self._units(False),
+                                                                 unit_outputs, own_converts)
         b = self.program_bounds
         self.call_draws = [_ranges_of(slots[b[i]:b[i + 1]]) for i in range(len(b) - 1)]
 
@@ -359,9 +401,9 @@ class _Photometric(TorchvisionInputs, nn.Module):
     def forward(self, image: torch.Tensor,
                 params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
         """Transforms ``image`` with fresh draws, or with ``params`` from ``sample_params``. One
-        call of the op, or one per reduction stage (``bounds``), each the next one's input."""
-        out = self._calls(image, params, self._broadcast(self.mean, image),
-                          self._broadcast(self.std, image))
+        call of the op, or one per reduction stage and conversion (``bounds``), each the next
+        one's input."""
+        out = self._calls(image, params)
         return out.narrow(-3, 0, 1).contiguous() if self.keeps_first_plane else out
 
     def _broadcast(self, values: Optional[List[float]],
@@ -371,46 +413,68 @@ class _Photometric(TorchvisionInputs, nn.Module):
             return values * image.shape[-3]
         return values
 
-    def _calls(self, image: torch.Tensor, params: Optional[Dict[str, torch.Tensor]],
-               mean: Optional[List[float]], std: Optional[List[float]]) -> torch.Tensor:
+    def _calls(self, image: torch.Tensor,
+               params: Optional[Dict[str, torch.Tensor]]) -> torch.Tensor:
         if params is None:  # the uniforms alone: the op draws each call's parameters of them
-            self._check(image)
+            self._check(image.dtype, image.shape[-3])
             u = self._prepared(self._uniforms(image))
             calls = len(self.program_bounds) - 1
             if calls == 1:  # the common case: no slicing
-                return torch.ops.gpuaug.photometric(
-                    image, self.program, u, dtype=self.dtype, mean=mean, std=std,
-                    factor_ranges=self.call_draws[0])
+                return self._call(image, self.program, u, None, None, self.call_draws[0],
+                                  self.program_outputs[0])
             out = image
             for i in range(calls):
-                last = i == calls - 1
-                out = torch.ops.gpuaug.photometric(
+                out = self._call(
                     out, self.program[self.program_bounds[i]:self.program_bounds[i + 1]], u,
-                    dtype=self.dtype if last else None, mean=mean if last else None,
-                    std=std if last else None, factor_ranges=self.call_draws[i])
+                    None, None, self.call_draws[i], self.program_outputs[i])
             return out
         _check_params(params, ["factors", "order", "apply"])
         calls = len(self.bounds) - 1
         if calls == 1:
-            return torch.ops.gpuaug.photometric(
-                image, self.stages, params["factors"], order=params["order"],
-                apply=params["apply"], dtype=self.dtype, mean=mean, std=std)
+            return self._call(image, self.stages, params["factors"], params["order"],
+                              params["apply"], None, self.call_outputs[0])
         out = image
         for i in range(calls):
             first, end = self.bounds[i], self.bounds[i + 1]
-            last = i == calls - 1
             order = params["order"][:, first:end]
             if not order.is_floating_point():  # a permutation of this call's slots
                 order = order - first
-            out = torch.ops.gpuaug.photometric(
-                out, self.stages[first:end], params["factors"][:, first:end],
-                order=order, apply=params["apply"][:, first:end],
-                dtype=self.dtype if last else None, mean=mean if last else None,
-                std=std if last else None)
+            out = self._call(out, self.stages[first:end], params["factors"][:, first:end],
+                             order, params["apply"][:, first:end], None, self.call_outputs[i])
         return out
+
+    def _call(self, image: torch.Tensor, stages: List[int], factors: torch.Tensor,
+              order: Optional[torch.Tensor], apply: Optional[torch.Tensor],
+              factor_ranges: Optional[List[float]], output: int) -> torch.Tensor:
+        """A call of the op, converting to output ``output`` (-1: none)."""
+        dtype: Optional[torch.dtype] = None
+        mean: Optional[List[float]] = None
+        std: Optional[List[float]] = None
+        if output >= 0:
+            dtype = self.output_dtypes[output]
+            mean = self._broadcast(self.output_means[output], image)
+            std = self._broadcast(self.output_stds[output], image)
+        if len(stages) == 0:  # a conversion alone: no draws
+            factors = factors[..., :0]
+            factor_ranges = None
+        if (dtype is not None and dtype != image.dtype and dtype != torch.uint8
+                and image.dtype != torch.uint8):
+            # floating to floating, which the op leaves to a cast (to_dtype's, unscaled)
+            out = image
+            if len(stages) > 0:
+                out = torch.ops.gpuaug.photometric(image, stages, factors, order=order,
+                                                   apply=apply, factor_ranges=factor_ranges)
+            out = out.to(dtype)
+            if mean is None:
+                return out
+            return torch.ops.gpuaug.photometric(out, [], factors[..., :0], mean=mean, std=std)
+        return torch.ops.gpuaug.photometric(image, stages, factors, order=order, apply=apply,
+                                            dtype=dtype, mean=mean, std=std,
+                                            factor_ranges=factor_ranges)
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         """This transform's draws for ``image``: ``factors``, ``order`` and ``apply``."""
+        self._check(image.dtype, image.shape[-3])
         return self._params_from(self._prepared(self._uniforms(image)), image)
 
     def _uniforms(self, image: torch.Tensor) -> torch.Tensor:
@@ -453,8 +517,9 @@ class _Photometric(TorchvisionInputs, nn.Module):
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         raise NotImplementedError
 
-    def _check(self, image: torch.Tensor) -> None:
-        # RandomSolarize's check of its threshold (a hook: TorchScript has no super())
+    def _check(self, dtype: torch.dtype, channels: int) -> None:
+        """Its arguments against an input of ``dtype`` and ``channels`` (RandomSolarize's
+        threshold, say): a hook, as TorchScript has no super()."""
         pass
 
     def _program_params(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
@@ -558,7 +623,6 @@ class _RandomApply(_Photometric):
         self._set_draws()
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        self._check(image)
         if self.factor_row.device != image.device:
             self.factor_row = self.factor_row.to(image.device)
         if self.order_row.device != image.device:
@@ -585,8 +649,8 @@ class RandomSolarize(_RandomApply):
                  generator: Optional[torch.Generator] = None) -> None:
         super().__init__(Stage.SOLARIZE, threshold, p, generator, "threshold")
 
-    def _check(self, image: torch.Tensor) -> None:
-        _check_threshold(self.factor, image.dtype)
+    def _check(self, dtype: torch.dtype, channels: int) -> None:
+        _check_threshold(self.factor, dtype)
 
 
 class RandomPosterize(_RandomApply):
@@ -683,13 +747,12 @@ class _ColorAugmentStage(_Photometric):
     def _get_name(self) -> str:
         return "ColorAugment"  # what it is to whoever prints the Compose
 
-    def _check(self, image: torch.Tensor) -> None:
-        if self.color_ranges == 3 and image.shape[-3] != 3:
-            raise ValueError(f"ColorAugment: 3 colour ranges for an image of {image.shape[-3]} "
+    def _check(self, dtype: torch.dtype, channels: int) -> None:
+        if self.color_ranges == 3 and channels != 3:
+            raise ValueError(f"ColorAugment: 3 colour ranges for an image of {channels} "
                              "channels")
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        self._check(image)
         if self.constants.device != image.device:
             self.constants = self.constants.to(image.device)
         if self.order_row.device != image.device:
@@ -759,6 +822,11 @@ class RandomPhotometricDistort(_Photometric):
                  0.75 if j == 1 else 0.0] for j in range(5)]
 
 
+def _converts(t: nn.Module) -> bool:
+    """Whether a transform converts its output: ToDtype, Normalize, a Compose with them."""
+    return t.dtype is not None or t.mean is not None or len(t.output_dtypes) > 1
+
+
 def _color_augment_stage(augment: nn.Module, owner: str = "Compose") -> _ColorAugmentStage:
     """A ColorAugment as a stage of ``owner``: its ranges, p and generator (as they are now)."""
     if augment.dtype is not None or augment.mean is not None:
@@ -782,7 +850,10 @@ class Compose(_Photometric):
     ``sample_params`` covers the slots of its transforms' programs (a ColorJitter's enabled
     adjustments), one after the other. It holds Composes and the containers (RandomApply,
     RandomChoice, RandomOrder) as it holds transforms, without an output conversion of their
-    own. A :class:`gpuaug.transforms.ColorAugment` joins as the op's COLOR_AUGMENT stage
+    own. A ToDtype or Normalize last is its ``dtype``, ``mean`` and ``std``; one elsewhere ends
+    a call of the op there, which converts to it (a ToDtype and the Normalize right after it
+    together), and the transforms after it see the converted image, as in torchvision's
+    Compose. A :class:`gpuaug.transforms.ColorAugment` joins as the op's COLOR_AUGMENT stage
     (gpuaug.color_transform's formula, in the same pass), with the ranges, p and generator it
     has when the Compose is made; its draws there are the Compose's (seven uniforms a sample),
     not those of its own ``sample_params``."""
@@ -790,7 +861,8 @@ class Compose(_Photometric):
     def __init__(self, transforms: Sequence[nn.Module], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
-        from .conversion import _output_conversion  # which import this module
+        from .conversion import (Normalize, _Conversion, _inner_conversions,  # which import
+                                 _output_conversion)  # this module
         from .transforms import ColorAugment
         transforms, dtype, mean, std = _output_conversion("Compose", transforms, dtype, mean,
                                                           std)
@@ -801,22 +873,32 @@ class Compose(_Photometric):
                 raise TypeError("gpuaug.transforms.Compose: expected gpuaug.transforms' "
                                 "photometric transforms or ColorAugment, got "
                                 f"{type(t).__name__}")
-            if t.dtype is not None or t.mean is not None:
-                raise ValueError("gpuaug.transforms.Compose: the output conversion is the "
-                                 "Compose's own: pass 'dtype', 'mean' and 'std' to it")
-            if t.keeps_first_plane and i < len(transforms) - 1:
+            if _converts(t) and not isinstance(t, _Conversion):
+                raise ValueError("gpuaug.transforms.Compose: a Compose in it cannot convert: "
+                                 "pass its transforms, ToDtype and Normalize among them, to "
+                                 "the outer Compose")
+            after = [type(a).__name__ for a in transforms[i + 1:]
+                     if not isinstance(a, _Conversion)]
+            if t.keeps_first_plane and after:
                 raise ValueError("gpuaug.transforms.Compose: Grayscale(num_output_channels=1) "
                                  "leaves one channel, so it comes last (before ToDtype and "
-                                 f"Normalize), but {type(transforms[i + 1]).__name__} follows it")
-        one_plane = len(transforms) > 0 and transforms[-1].keeps_first_plane
-        if one_plane and mean is not None and (len(mean) != 1 or len(std) != 1):
-            raise ValueError("gpuaug.transforms.Compose: expected one 'mean' and one 'std' after "
-                             f"Grayscale(num_output_channels=1), got {list(mean)} and "
-                             f"{list(std)}")
+                                 f"Normalize), but {after[0]} follows it")
+        one_plane = any(t.keeps_first_plane for t in transforms)
+        means = [(t.mean, t.std) for t in transforms if isinstance(t, Normalize)] + [(mean, std)]
+        for m, s in means:
+            if one_plane and m is not None and s is not None and (len(m) != 1 or len(s) != 1):
+                raise ValueError("gpuaug.transforms.Compose: expected one 'mean' and one 'std' "
+                                 f"after Grayscale(num_output_channels=1), got {list(m)} and "
+                                 f"{list(s)}")
         super().__init__([s for t in transforms for s in t.program],
                          sum(t.uniforms for t in transforms), None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
         self.keeps_first_plane = one_plane
+        conversions, self.input_dtypes = _inner_conversions(transforms)
+        # each transform's last unit: a call ends after a conversion's
+        last_units: List[int] = []
+        for t in transforms:
+            last_units.append((last_units[-1] if last_units else -1) + len(t._units(False)))
         # each transform's columns of the Compose's uniforms
         self.columns = [0]
         for t in transforms:
@@ -830,7 +912,8 @@ class Compose(_Photometric):
         # fresh draws: the transforms' terms on their columns, their keys offset by their
         # index, so that they run in turn
         self._set_calls([slot for i, t in enumerate(transforms)
-                         for slot in _drawn_terms(t._affine_terms(), self.columns[i], float(i))])
+                         for slot in _drawn_terms(t._affine_terms(), self.columns[i], float(i))],
+                        [(last_units[i], d, m, sd) for i, d, m, sd in conversions])
         _set_nesting(self, _merged_levels([t.nesting for t in transforms], self.columns))
         self.derives = any(t.derives for t in transforms)
 
@@ -862,9 +945,11 @@ class Compose(_Photometric):
         return torch.cat([t._derived(u[:, self.columns[i]:self.columns[i + 1]])
                           for i, t in enumerate(self.transforms)], 1)
 
-    def _check(self, image: torch.Tensor) -> None:
-        for t in self.transforms:
-            t._check(image)
+    def _check(self, dtype: torch.dtype, channels: int) -> None:
+        # each transform's input: the image's dtype, or a ToDtype's before it
+        for i, t in enumerate(self.transforms):
+            converted = self.input_dtypes[i]
+            t._check(dtype if converted is None else converted, channels)
 
     def _affine_terms(self) -> List[List[float]]:
         # (in a container) its transforms' terms on their columns; transform i's keys k in

@@ -158,6 +158,86 @@ def test_conversion_alone_compose(device):
     assert_close_to(convert(image), expected.float().cpu(), 1e-5)
 
 
+# Pipelines with ToDtype and Normalize inside: (name, arguments) of transforms that draw nothing
+# or apply always, built alike of gpuaug's and torchvision's
+INNER_CONVERSIONS = {
+    "float_first": [("ToDtype", torch.float32), ("RandomInvert", 1.0),
+                    ("RandomSolarize", 0.6, 1.0), ("Normalize", MEAN, STD)],
+    "normalized_then_more": [("RandomPosterize", 3, 1.0), ("ToDtype", torch.float32),
+                             ("Normalize", [0.5], [0.2]), ("RandomAutocontrast", 1.0),
+                             ("ToDtype", torch.float64)],
+    "back_to_uint8": [("RandomInvert", 1.0), ("ToDtype", torch.float32),
+                      ("RandomGrayscale", 1.0), ("ToDtype", torch.uint8),
+                      ("RandomEqualize", 1.0), ("ToDtype", torch.float32),
+                      ("Normalize", [0.5], [0.25])],
+}
+
+
+def built(module, spec):
+    return [module.ToDtype(*arguments, scale=True) if name == "ToDtype"
+            else getattr(module, name)(*arguments) for name, *arguments in spec]
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("name", sorted(INNER_CONVERSIONS))
+def test_conversions_inside_a_compose(name, channels_last, device):
+    """ToDtype and Normalize anywhere in a Compose: each ends a call of the op, converting
+    there, as torchvision's Compose runs them in turn; the whole batch against torchvision's."""
+    image = make_image([4, 3, 10, 12], torch.uint8, device, seed=17)
+    if channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
+    spec = INNER_CONVERSIONS[name]
+    out = T.Compose(built(T, spec))(image)
+    expected = v2.Compose(built(v2, spec))(image.cpu())
+    assert out.dtype == expected.dtype and out.shape == expected.shape
+    assert_close_to(out, expected, 1e-5)
+
+
+def sliced(params, first, end):
+    """A Compose's params for its slots first..end: those of the transform there."""
+    order = params["order"][:, first:end]
+    return {"factors": params["factors"][:, first:end], "apply": params["apply"][:, first:end],
+            "order": order if order.is_floating_point() else order - first}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_conversions_inside_a_compose_draw_per_sample(device):
+    """Fresh draws and replayed params through the calls the conversions end: the values of
+    the transforms run one after the other, each with its slots of the params."""
+    image = make_image([6, 3, 9, 8], torch.uint8, device, seed=18)
+    jitter, autocontrast = T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomAutocontrast(0.5)
+    to_float, normalize = T.ToDtype(torch.float32, scale=True), T.Normalize([0.5], [0.25])
+    compose = T.Compose([to_float, jitter, normalize, autocontrast,
+                         T.ToDtype(torch.float64, scale=True)])
+    # calls: the conversion alone, the jitter normalised, autocontrast then float64
+    assert compose.program_bounds == [0, 0, 4, 5] and compose.program_outputs == [0, 1, 2]
+    torch.manual_seed(19)
+    drawn = compose(image)
+    torch.manual_seed(19)
+    params = compose.sample_params(image)
+    replayed = compose(image, params)
+    assert torch.equal(drawn, replayed) and replayed.dtype == torch.float64
+    jittered = normalize(jitter(to_float(image), sliced(params, 0, 4)))
+    expected = autocontrast(jittered, sliced(params, 4, 5)).double()
+    assert torch.equal(replayed, expected)
+    assert not torch.equal(params["factors"][0], params["factors"][1])  # per sample
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_to_dtype_between_floating_dtypes(dtype, device):
+    """torchvision's ToDtype from one floating dtype to another is a cast."""
+    image = make_image([2, 3, 5, 7], torch.float32, device, seed=20) / 255
+    out = T.ToDtype(dtype, scale=True)(image)
+    assert torch.equal(out.cpu(), v2.ToDtype(dtype, scale=True)(image.cpu()))
+    normalized = T.Compose([T.ToDtype(dtype, scale=True), T.Normalize(MEAN, STD)])(image)
+    expected = v2.Normalize(MEAN, STD)(image.cpu().to(dtype))
+    assert_close_to(normalized, expected, ulps(dtype))
+
+
 def test_errors():
     image = make_image([2, 3, 4, 4], torch.uint8, "cpu", seed=10)
     with pytest.raises(ValueError, match="num_output_channels must be 1 or 3, got 2."):
@@ -169,15 +249,19 @@ def test_errors():
         T.ToDtype({torch.Tensor: torch.float32}, scale=True)
     with pytest.raises(RuntimeError, match="'mean' and 'std' need a floating output dtype"):
         T.Normalize(MEAN, STD)(image)
-    with pytest.raises(RuntimeError, match=r"expected 'dtype' to be the image's dtype, a "
-                       "floating dtype for a uint8 image or uint8 for a floating one"):
-        T.ToDtype(torch.float16, scale=True)(image.float())
-    with pytest.raises(ValueError, match=r"Compose: ToDtype and Normalize are its output "
-                       r"conversion, in the same pass, so they come last \(ToDtype, then "
-                       r"Normalize\), but got ToDtype before ColorJitter"):
-        T.Compose([T.ToDtype(torch.float32, scale=True), T.ColorJitter(0.4)])
-    with pytest.raises(ValueError, match="got Normalize before ToDtype"):
-        T.Compose([T.RandomInvert(), T.Normalize(MEAN, STD), T.ToDtype(torch.float32, scale=True)])
+    with pytest.raises(ValueError, match="Compose: a Compose in it cannot convert: pass its "
+                       "transforms, ToDtype and Normalize among them, to the outer Compose"):
+        T.Compose([T.Compose([T.ToDtype(torch.float32, scale=True), T.RandomInvert()])])
+    with pytest.raises(ValueError, match="a Compose in it cannot convert"):
+        T.Compose([T.Compose([T.RandomInvert()], dtype=torch.float32), T.RandomInvert()])
+    # each transform's check sees its input's dtype: a float image's threshold is at most 1
+    solarize_float = T.Compose([T.ToDtype(torch.float32, scale=True), T.RandomSolarize(128.0)])
+    for call in (solarize_float, solarize_float.sample_params):
+        with pytest.raises(TypeError, match="Threshold should be less or equal the maximum "
+                           "value of the dtype, but got 128.0"):
+            call(image)
+    assert T.Compose([T.RandomSolarize(128.0), T.ToDtype(torch.float32, scale=True),
+                      T.RandomSolarize(0.5)])(image).dtype == torch.float32
     with pytest.raises(ValueError, match="got both 'dtype' and a trailing ToDtype"):
         T.Compose([T.ToDtype(torch.float32, scale=True)], dtype=torch.float32)
     with pytest.raises(ValueError, match="got both 'mean' and 'std' and a trailing Normalize"):
@@ -185,14 +269,17 @@ def test_errors():
     with pytest.raises(ValueError, match=r"Grayscale\(num_output_channels=1\) leaves one "
                        "channel, so it comes last .* but RandomInvert follows it"):
         T.Compose([T.Grayscale(), T.RandomInvert()])
-    with pytest.raises(ValueError, match=r"expected one 'mean' and one 'std' after "
-                       r"Grayscale\(num_output_channels=1\)"):
-        T.Compose([T.Grayscale(), T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)])
+    for after_gray in ([T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)],
+                       [T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD),
+                        T.ToDtype(torch.float64, scale=True)]):
+        with pytest.raises(ValueError, match=r"expected one 'mean' and one 'std' after "
+                           r"Grayscale\(num_output_channels=1\)"):
+            T.Compose([T.Grayscale()] + after_gray)
     for container in (T.RandomApply, T.RandomChoice, T.RandomOrder):
         with pytest.raises(ValueError, match=r"Grayscale\(num_output_channels=1\) in it would "
                            "leave samples of one channel and samples of three"):
             container([T.Grayscale()])
-        with pytest.raises(ValueError, match=r"or ToDtype and Normalize, last\) to a Compose "
+        with pytest.raises(ValueError, match=r"or ToDtype and Normalize\) to a Compose "
                            "around it"):
             container([T.Normalize(MEAN, STD)])
     # inside a Compose that ends a Compose, Grayscale(1) ends the outer one too
@@ -217,29 +304,38 @@ def test_torchvision_inputs():
     assert isinstance(out, tv_tensors.Image) and out.dtype == torch.float32
 
 
-def pipeline():
-    return T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.Grayscale(),
-                      T.ToDtype(torch.float32, scale=True), T.Normalize([0.5], [0.25])])
+PIPELINES = {
+    "grayscale": lambda: T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.Grayscale(),
+                                    T.ToDtype(torch.float32, scale=True),
+                                    T.Normalize([0.5], [0.25])]),
+    "inner_conversions": lambda: T.Compose([
+        T.ToDtype(torch.float32, scale=True), T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+        T.Normalize(MEAN, STD), T.RandomAutocontrast(0.5), T.ToDtype(torch.float64, scale=True)]),
+}
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_torchscript_compile_export(device, fresh_dynamo):
-    transform = pipeline()
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_torchscript_compile_export(name, device, fresh_dynamo):
+    transform = PIPELINES[name]()
     image = make_image([4, 3, 9, 11], torch.uint8, device, seed=12)
     params = transform.sample_params(image)
     expected = transform(image, params)
-    assert expected.shape == (4, 1, 9, 11)
+    assert expected.shape == (4, 1 if name == "grayscale" else 3, 9, 11)
     assert torch.equal(torch.jit.script(transform)(image, params), expected)
     assert torch.equal(torch.compile(transform, fullgraph=True)(image, params), expected)
     assert_exported_draws(transform, device, seed=13)
 
 
 @requires_cuda
-def test_cuda_graph():
-    """The fresh draws and the output's plane inside one capture: each replay draws anew."""
-    transform = pipeline()
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_cuda_graph(name):
+    """The fresh draws, the output's plane and the inner conversions inside one capture: each
+    replay draws anew."""
+    transform = PIPELINES[name]()
     image = make_image([8, 3, 16, 16], torch.uint8, "cuda", seed=14)
     outputs = captured_replays(lambda: transform(image))
-    assert outputs[0].shape == (8, 1, 16, 16) and not torch.equal(outputs[0], outputs[1])
+    assert outputs[0].shape == (8, 1 if name == "grayscale" else 3, 16, 16)
+    assert not torch.equal(outputs[0], outputs[1])
     assert torch.equal(captured_replays(lambda: T.Grayscale(3)(image), 1)[0],
                        T.Grayscale(3)(image))

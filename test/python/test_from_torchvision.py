@@ -85,8 +85,8 @@ def test_pipeline_with_geometry(device):
 
 
 def test_runs():
-    """Where a gpuaug Compose ends: its conversion last, a one-channel Grayscale before it, a
-    transform gpuaug has not; nested Composes are one run."""
+    """Where a gpuaug Compose ends: at a transform gpuaug has not, or where a photometric one
+    follows a one-channel Grayscale; conversions join the runs, nested Composes are one run."""
     parts = T.from_torchvision(v2.Compose([
         v2.ToDtype(torch.float32, scale=True), v2.ColorJitter(0.4),
         v2.Compose([v2.RandomInvert(), v2.Grayscale()]), v2.Normalize([0.5], [0.2]),
@@ -94,11 +94,13 @@ def test_runs():
         v2.Normalize([0.5], [0.2]), v2.ToDtype(torch.float16, scale=True)])).transforms
     kinds = [type(p).__name__ + ("" if type(p).__module__.startswith("gpuaug") else " (tv)")
              for p in parts]
-    assert kinds == ["ToDtype", "Compose", "RandomInvert", "RandomResizedCrop (tv)",
-                     "ToDtype (tv)", "Normalize", "ToDtype"]
-    assert [type(t).__name__ for t in parts[1].transforms] == ["ColorJitter", "RandomInvert",
-                                                               "Grayscale"]
-    assert parts[1].mean == [0.5] and parts[1].keeps_first_plane
+    assert kinds == ["Compose", "RandomInvert", "RandomResizedCrop (tv)", "ToDtype (tv)",
+                     "Compose"]
+    assert [type(t).__name__ for t in parts[0].transforms] == ["ToDtype", "ColorJitter",
+                                                               "RandomInvert", "Grayscale"]
+    assert parts[0].mean == [0.5] and parts[0].keeps_first_plane
+    assert [type(t).__name__ for t in parts[4].transforms] == ["Normalize"]
+    assert parts[4].dtype == torch.float16
     # a container of a transform gpuaug has not stays torchvision's, whole
     held = v2.RandomApply([v2.RandomHorizontalFlip(), v2.ColorJitter(0.2)])
     assert T.from_torchvision(held) is held
@@ -109,12 +111,16 @@ def test_deterministic_end_to_end():
     for version in (v2, v1):
         to_float = (v2.ToDtype(torch.float32, scale=True) if version is v2
                     else v1.ConvertImageDtype(torch.float32))
-        pipeline = version.Compose([version.RandomInvert(1.0), version.Grayscale(), to_float,
-                                    version.Normalize([0.5], [0.25])])
-        converted = T.from_torchvision(pipeline)
-        assert type(converted) is T.Compose
-        expected = pipeline(image)
-        assert (converted(image) - expected).abs().max().item() <= 1e-5
+        for steps in ([version.RandomInvert(1.0), version.Grayscale(), to_float,
+                       version.Normalize([0.5], [0.25])],
+                      # conversions inside: one Compose, a call of the op ending at each
+                      [to_float, version.RandomInvert(1.0), version.Normalize([0.5], [0.25]),
+                       version.RandomAutocontrast(1.0)]):
+            pipeline = version.Compose(steps)
+            converted = T.from_torchvision(pipeline)
+            assert type(converted) is T.Compose
+            expected = pipeline(image)
+            assert (converted(image) - expected).abs().max().item() <= 1e-5
 
 
 def test_errors():
