@@ -150,6 +150,12 @@ def self_supervised(module, *tail):
             module.RandomGrayscale(0.2), *tail]
 
 
+def float_first(module):
+    """ToDtype before the jitter: the conversion, then torchvision's float path."""
+    return [module.ToDtype(torch.float32, scale=True), module.ColorJitter(0.4, 0.4, 0.4, 0.1),
+            module.Normalize(MEAN, STD)]
+
+
 def kornia_self_supervised() -> Optional[Callable]:
     try:
         import kornia.augmentation as K
@@ -257,6 +263,13 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         result.append(Case("photometric nested containers u8->u8", shape, u8,
                            image_inputs(shape, device), T.Compose(nested(T)), baseline,
                            "torchvision, the same nesting", 3 * pixels, random_programs=True))
+    # a pipeline that converts first and jitters floats: two calls (the conversion's pass, then
+    # the float jitter's two), against torchvision's same Compose
+    baseline = torchvision_compose(float_first)
+    if baseline is not None:
+        result.append(Case("photometric ToDtype first, jitter f32, Normalize", shape, u8,
+                           image_inputs(shape, device), T.Compose(float_first(T)), baseline,
+                           "torchvision Compose", 17 * pixels, random_programs=True))
     ssl = T.Compose(self_supervised(T), dtype=torch.float32, mean=MEAN, std=STD)
     torchvision_ssl = torchvision_compose(lambda v2: self_supervised(
         v2, v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)))
