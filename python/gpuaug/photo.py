@@ -455,6 +455,8 @@ class _Photometric(TorchvisionInputs, nn.Module):
             mean = self._broadcast(self.output_means[output], image)
             std = self._broadcast(self.output_stds[output], image)
         if len(stages) == 0:  # a conversion alone: no draws
+            if mean is None and (dtype is None or dtype == image.dtype):
+                return image  # nothing to do: the image itself, as torchvision's to_dtype
             factors = factors[..., :0]
             factor_ranges = None
         if (dtype is not None and dtype != image.dtype and dtype != torch.uint8

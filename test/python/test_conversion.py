@@ -225,6 +225,16 @@ def test_conversions_inside_a_compose_draw_per_sample(device):
     assert not torch.equal(params["factors"][0], params["factors"][1])  # per sample
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_nothing_to_do_is_the_image_itself(device):
+    """As torchvision's to_dtype and its ColorJitter with nothing to adjust: no copy."""
+    image = make_image([2, 3, 5, 7], torch.uint8, device, seed=21)
+    assert T.ToDtype(torch.uint8, scale=True)(image) is image
+    assert T.ColorJitter()(image) is image
+    assert T.Compose([T.ToDtype(torch.uint8, scale=True), T.ColorJitter()])(image) is image
+    assert T.ToDtype(torch.float32, scale=True)(image) is not image
+
+
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", FLOATS)
