@@ -876,9 +876,10 @@ class Compose(_Photometric):
                                 "photometric transforms or ColorAugment, got "
                                 f"{type(t).__name__}")
             if _converts(t) and not isinstance(t, _Conversion):
-                raise ValueError("gpuaug.transforms.Compose: a Compose in it cannot convert: "
-                                 "pass its transforms, ToDtype and Normalize among them, to "
-                                 "the outer Compose")
+                raise ValueError(f"gpuaug.transforms.Compose: {type(t).__name__} in it "
+                                 "converts its own output (dtype, mean and std, or a Compose's "
+                                 "ToDtype and Normalize): put the conversions in this Compose "
+                                 "instead, where they stand")
             after = [type(a).__name__ for a in transforms[i + 1:]
                      if not isinstance(a, _Conversion)]
             if t.keeps_first_plane and after:
@@ -887,11 +888,11 @@ class Compose(_Photometric):
                                  f"Normalize), but {after[0]} follows it")
         one_plane = any(t.keeps_first_plane for t in transforms)
         means = [(t.mean, t.std) for t in transforms if isinstance(t, Normalize)] + [(mean, std)]
-        for m, s in means:
-            if one_plane and m is not None and s is not None and (len(m) != 1 or len(s) != 1):
+        for m, sd in means:
+            if one_plane and m is not None and sd is not None and (len(m) != 1 or len(sd) != 1):
                 raise ValueError("gpuaug.transforms.Compose: expected one 'mean' and one 'std' "
                                  f"after Grayscale(num_output_channels=1), got {list(m)} and "
-                                 f"{list(s)}")
+                                 f"{list(sd)}")
         super().__init__([s for t in transforms for s in t.program],
                          sum(t.uniforms for t in transforms), None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)

@@ -259,11 +259,14 @@ def test_errors():
         T.ToDtype({torch.Tensor: torch.float32}, scale=True)
     with pytest.raises(RuntimeError, match="'mean' and 'std' need a floating output dtype"):
         T.Normalize(MEAN, STD)(image)
-    with pytest.raises(ValueError, match="Compose: a Compose in it cannot convert: pass its "
-                       "transforms, ToDtype and Normalize among them, to the outer Compose"):
+    with pytest.raises(ValueError, match=r"Compose: Compose in it converts its own output "
+                       r"\(dtype, mean and std, or a Compose's ToDtype and Normalize\): put "
+                       "the conversions in this Compose instead, where they stand"):
         T.Compose([T.Compose([T.ToDtype(torch.float32, scale=True), T.RandomInvert()])])
-    with pytest.raises(ValueError, match="a Compose in it cannot convert"):
+    with pytest.raises(ValueError, match="Compose: Compose in it converts its own output"):
         T.Compose([T.Compose([T.RandomInvert()], dtype=torch.float32), T.RandomInvert()])
+    with pytest.raises(ValueError, match="Compose: ColorJitter in it converts its own output"):
+        T.Compose([T.ColorJitter(0.4, dtype=torch.float32)])
     # each transform's check sees its input's dtype: a float image's threshold is at most 1
     solarize_float = T.Compose([T.ToDtype(torch.float32, scale=True), T.RandomSolarize(128.0)])
     for call in (solarize_float, solarize_float.sample_params):
