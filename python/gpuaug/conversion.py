@@ -110,16 +110,16 @@ def _output_conversion(owner: str, transforms: List[nn.Module], dtype: Optional[
     return transforms, dtype, mean, std
 
 
-Conversion = Tuple[int, Optional[torch.dtype], Optional[List[float]], Optional[List[float]]]
+_InnerConversion = Tuple[int, Optional[torch.dtype], Optional[List[float]], Optional[List[float]]]
 
 
 def _inner_conversions(transforms: List[nn.Module]
-                       ) -> Tuple[List[Conversion], List[Optional[torch.dtype]]]:
+                       ) -> Tuple[List[_InnerConversion], List[Optional[torch.dtype]]]:
     """The ToDtype and Normalize among a Compose's ``transforms`` (before its own): each a call's
     end, as (the index of the transform it ends after, dtype, mean, std), a ToDtype and the
     Normalize right after it one conversion; and each transform's input dtype where one of them
     set it (None: the image's)."""
-    conversions: List[Conversion] = []
+    conversions: List[_InnerConversion] = []
     input_dtypes: List[Optional[torch.dtype]] = []
     current: Optional[torch.dtype] = None
     for i, t in enumerate(transforms):

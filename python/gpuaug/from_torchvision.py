@@ -37,9 +37,10 @@ def from_torchvision(transform: Any) -> Any:
     gpuaug's in place of torchvision's photometric transforms: ColorJitter, Grayscale and the
     Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them. A run of
     them in a Compose, with the ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize
-    among and after them, becomes one gpuaug Compose; the others (geometry, say) stay torchvision's, in
-    place, in a Compose of torchvision's class. The result draws per sample where torchvision
-    draws per call, and otherwise computes what torchvision does (see gpuaug.transforms)."""
+    among and after them, becomes one gpuaug Compose; the others (geometry, say) stay
+    torchvision's, in place, in a Compose of torchvision's class. The result draws per sample
+    where torchvision draws per call, and otherwise computes what torchvision does (see
+    gpuaug.transforms)."""
     if not type(transform).__module__.startswith("torchvision.transforms"):
         raise TypeError("gpuaug.transforms.from_torchvision: expected a torchvision.transforms "
                         f"transform, got {type(transform).__name__}")
