@@ -23,6 +23,7 @@ class _Container(_Photometric):
         super().__init__([s for t in transforms for s in (t.stages if whole else t.program)],
                          leading + sum(t.uniforms for t in transforms) + trailing, generator)
         self.transforms = nn.ModuleList(transforms)
+        self.owner = owner
         self.program = [s for t in transforms for s in t.program]
         # each transform's first column of the uniforms, then the end of theirs
         self.columns = [leading]
@@ -40,6 +41,11 @@ class _Container(_Photometric):
 
     def _check(self, dtype: torch.dtype, channels: int) -> None:
         for t in self.transforms:
+            if channels == 1 and t.expand_slot >= 0:
+                raise ValueError(f"gpuaug.transforms.{self.owner}: a Grayscale("
+                                 "num_output_channels=3) or RGB in it would give a 1-channel "
+                                 "image three channels in some samples only: put it before "
+                                 f"the {self.owner}, in a Compose")
             t._check(dtype, channels)
 
     def _units(self, whole: bool) -> List[List[int]]:

@@ -1,8 +1,10 @@
-"""torchvision.transforms.v2's transforms that draw nothing: Grayscale, ToDtype and Normalize, so
-that a torchvision pipeline reads the same in gpuaug. In a Compose, a ToDtype and Normalize
-become the output conversion (the op's ``dtype``, ``mean`` and ``std``) of the call before them,
-in the same pass: trailing ones the Compose's own, others where they are, a call of the op
-ending there. A Grayscale with one output channel comes last before them."""
+"""torchvision.transforms.v2's transforms that draw nothing: Grayscale, RGB, ToDtype and
+Normalize, so that a torchvision pipeline reads the same in gpuaug. In a Compose, a ToDtype and
+Normalize become the output conversion (the op's ``dtype``, ``mean`` and ``std``) of the call
+before them, in the same pass: trailing ones the Compose's own, others where they are, a call of
+the op ending there. A Grayscale with one output channel comes last before them. Grayscale(3)
+and RGB give a 1-channel image three channels, as torchvision repeats its plane: in a Compose
+the transforms after them see three."""
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -15,14 +17,16 @@ from .photo import Stage, _params, _Photometric
 class Grayscale(_Photometric):
     """torchvision.transforms.v2.Grayscale: every sample's grayscale in ``num_output_channels``
     channels (1 or 3). The op writes three equal planes; one output channel is the first of
-    them. A 1-channel image stays as it is (1) or is refused (3: torchvision expands it,
-    ``image.expand`` does that)."""
+    them. A 1-channel image stays as it is (1) or has its plane repeated in three channels (3),
+    as torchvision's."""
 
     def __init__(self, num_output_channels: int = 1) -> None:
         if num_output_channels not in (1, 3):
             raise ValueError(f"num_output_channels must be 1 or 3, got {num_output_channels}.")
         super().__init__([Stage.GRAYSCALE], 0, None)
         self.keeps_first_plane = num_output_channels == 1
+        if num_output_channels == 3:
+            self.expand_slot, self.expand_skip = 0, 1
         self._describe([f"num_output_channels={num_output_channels}"])
         self._set_draws()
 
@@ -33,13 +37,36 @@ class Grayscale(_Photometric):
                        torch.zeros([n, 1], dtype=torch.long, device=device),
                        torch.ones([n, 1], dtype=torch.bool, device=device))
 
-    def _check(self, dtype: torch.dtype, channels: int) -> None:
-        if not self.keeps_first_plane and channels == 1:
-            raise ValueError("gpuaug.transforms.Grayscale: num_output_channels=3 of a 1-channel "
-                             "image is that image expanded: use image.expand(...) instead")
-
     def _affine_terms(self) -> List[List[float]]:
         return [[-1, -1, -1, 0.0, 0.0, 2.0, 0.0, 0.0]]  # no draws: always, first
+
+
+class RGB(_Photometric):
+    """torchvision.transforms.v2.RGB: a 1-channel image's plane repeated in three channels, a
+    3-channel image as it is (the image itself, alone)."""
+
+    def __init__(self) -> None:
+        super().__init__([], 0, None)
+        self.expand_slot = 0
+        self._set_draws()
+
+    def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
+        return _empty_params(u.shape[0], image.device)
+
+    def _check(self, dtype: torch.dtype, channels: int) -> None:
+        if channels != 1 and channels != 3:
+            raise ValueError("gpuaug.transforms.RGB: expected an image of 1 or 3 channels, got "
+                             f"{channels}")
+
+    def _affine_terms(self) -> List[List[float]]:
+        return []
+
+
+def _empty_params(n: int, device: torch.device) -> Dict[str, torch.Tensor]:
+    """The params of a transform with no slots."""
+    return _params(torch.zeros([n, 0], device=device),
+                   torch.zeros([n, 0], dtype=torch.long, device=device),
+                   torch.zeros([n, 0], dtype=torch.bool, device=device))
 
 
 class _Conversion(_Photometric):
@@ -52,11 +79,7 @@ class _Conversion(_Photometric):
         self._set_draws()
 
     def _params_from(self, u: torch.Tensor, image: torch.Tensor) -> Dict[str, torch.Tensor]:
-        n = u.shape[0]
-        device = image.device
-        return _params(torch.zeros([n, 0], device=device),
-                       torch.zeros([n, 0], dtype=torch.long, device=device),
-                       torch.zeros([n, 0], dtype=torch.bool, device=device))
+        return _empty_params(u.shape[0], image.device)
 
     def _affine_terms(self) -> List[List[float]]:
         return []

@@ -8,7 +8,7 @@ from typing import Any, List, Optional
 import torch
 from torch import nn
 
-from .conversion import Grayscale, Normalize, ToDtype
+from .conversion import RGB, Grayscale, Normalize, ToDtype
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
                     RandomPosterize, RandomSolarize)
@@ -23,6 +23,7 @@ _PHOTOMETRIC = {
         t.brightness, t.contrast, t.saturation, t.hue, t.p),
     "RandomGrayscale": lambda t: RandomGrayscale(t.p),
     "Grayscale": lambda t: Grayscale(t.num_output_channels),
+    "RGB": lambda t: RGB(),
     "RandomSolarize": lambda t: RandomSolarize(float(t.threshold), t.p),
     "RandomPosterize": lambda t: RandomPosterize(t.bits, t.p),
     "RandomInvert": lambda t: RandomInvert(t.p),
@@ -34,7 +35,7 @@ _PHOTOMETRIC = {
 
 def from_torchvision(transform: Any) -> Any:
     """``transform`` (a torchvision.transforms transform, a Compose of them among others) with
-    gpuaug's in place of torchvision's photometric transforms: ColorJitter, Grayscale and the
+    gpuaug's in place of torchvision's photometric transforms: ColorJitter, Grayscale, RGB and the
     Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them. A run of
     them in a Compose, with the ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize
     among and after them, becomes one gpuaug Compose; the others (geometry, say) stay

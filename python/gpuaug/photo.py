@@ -285,6 +285,22 @@ def _ranges_of(slots: List[List[float]]) -> List[float]:
     return [slot[t] for t in range(8) for slot in slots]
 
 
+def _slots_of(ranges: List[float], first: int, end: int) -> List[float]:
+    """The long form ``ranges`` of its slots first..end."""
+    slots = len(ranges) // 8
+    out: List[float] = []
+    for t in range(8):
+        out += ranges[t * slots + first:t * slots + end]
+    return out
+
+
+def _three_channels(image: torch.Tensor) -> torch.Tensor:
+    """A 1-channel image's plane in three channels: torchvision's ``repeat`` (a new tensor)."""
+    shape = [-1] * image.dim()
+    shape[-3] = 3
+    return image.expand(shape).contiguous()
+
+
 class _Photometric(TorchvisionInputs, nn.Module):
     """What every transform shares: its stages, its draws' generator, the output conversion.
     A transform's draws are ``uniforms`` uniforms per sample, made into its parameters by
@@ -317,6 +333,8 @@ class _Photometric(TorchvisionInputs, nn.Module):
     nest_two_sided: bool
     derives: bool
     keeps_first_plane: bool
+    expand_slot: int
+    expand_skip: int
     input_dtypes: List[Optional[torch.dtype]]
     dtype: Optional[torch.dtype]
     mean: Optional[List[float]]
@@ -355,6 +373,11 @@ class _Photometric(TorchvisionInputs, nn.Module):
         self.derives = False
         # Grayscale(num_output_channels=1): the op's first plane of three is the output
         self.keeps_first_plane = False
+        # Grayscale(num_output_channels=3) and RGB: the slot where a 1-channel image becomes
+        # three channels (-1: none), as torchvision repeats it there, and the slots that
+        # repeating it replaces (Grayscale's own, whose grayscale of three equal values differs)
+        self.expand_slot = -1
+        self.expand_skip = 0
         # a Compose's: each transform's input dtype where a ToDtype before it sets it
         self.input_dtypes = []
         self._describe([])
@@ -415,33 +438,60 @@ class _Photometric(TorchvisionInputs, nn.Module):
 
     def _calls(self, image: torch.Tensor,
                params: Optional[Dict[str, torch.Tensor]]) -> torch.Tensor:
+        # a 1-channel image repeated to three channels before slot expand_slot (in the last
+        # call where it is the end), if it still has one channel there: the call there split
+        expand = self.expand_slot if image.shape[-3] == 1 else -1
         if params is None:  # the uniforms alone: the op draws each call's parameters of them
             self._check(image.dtype, image.shape[-3])
             u = self._prepared(self._uniforms(image))
             calls = len(self.program_bounds) - 1
-            if calls == 1:  # the common case: no slicing
+            if calls == 1 and expand < 0:  # the common case: no slicing
                 return self._call(image, self.program, u, None, None, self.call_draws[0],
                                   self.program_outputs[0])
             out = image
             for i in range(calls):
-                out = self._call(
-                    out, self.program[self.program_bounds[i]:self.program_bounds[i + 1]], u,
-                    None, None, self.call_draws[i], self.program_outputs[i])
+                first, end = self.program_bounds[i], self.program_bounds[i + 1]
+                draws = self.call_draws[i]
+                if out.shape[-3] != 1:  # a Normalize before gave it three channels
+                    expand = -1
+                if first <= expand < end or expand == end == self.program_bounds[-1]:
+                    if expand > first:
+                        out = self._call(out, self.program[first:expand], u, None, None,
+                                         _slots_of(draws, 0, expand - first), -1)
+                    out = _three_channels(out)
+                    draws = _slots_of(draws, expand + self.expand_skip - first, end - first)
+                    first = expand + self.expand_skip
+                    expand = -1
+                out = self._call(out, self.program[first:end], u, None, None, draws,
+                                 self.program_outputs[i])
             return out
         _check_params(params, ["factors", "order", "apply"])
         calls = len(self.bounds) - 1
-        if calls == 1:
+        if calls == 1 and expand < 0:
             return self._call(image, self.stages, params["factors"], params["order"],
                               params["apply"], None, self.call_outputs[0])
         out = image
         for i in range(calls):
             first, end = self.bounds[i], self.bounds[i + 1]
-            order = params["order"][:, first:end]
-            if not order.is_floating_point():  # a permutation of this call's slots
-                order = order - first
-            out = self._call(out, self.stages[first:end], params["factors"][:, first:end],
-                             order, params["apply"][:, first:end], None, self.call_outputs[i])
+            if out.shape[-3] != 1:
+                expand = -1
+            if first <= expand < end or expand == end == self.bounds[-1]:
+                if expand > first:
+                    out = self._replayed(out, params, first, expand, -1)
+                out = _three_channels(out)
+                first = expand + self.expand_skip
+                expand = -1
+            out = self._replayed(out, params, first, end, self.call_outputs[i])
         return out
+
+    def _replayed(self, image: torch.Tensor, params: Dict[str, torch.Tensor], first: int,
+                  end: int, output: int) -> torch.Tensor:
+        """A call of the op over the stages' slots first..end of ``params``."""
+        order = params["order"][:, first:end]
+        if not order.is_floating_point():  # a permutation of this call's slots
+            order = order - first
+        return self._call(image, self.stages[first:end], params["factors"][:, first:end], order,
+                          params["apply"][:, first:end], None, output)
 
     def _call(self, image: torch.Tensor, stages: List[int], factors: torch.Tensor,
               order: Optional[torch.Tensor], apply: Optional[torch.Tensor],
@@ -459,17 +509,28 @@ class _Photometric(TorchvisionInputs, nn.Module):
                 return image  # nothing to do: the image itself, as torchvision's to_dtype
             factors = factors[..., :0]
             factor_ranges = None
-        if (dtype is not None and dtype != image.dtype and dtype != torch.uint8
-                and image.dtype != torch.uint8):
-            # floating to floating, which the op leaves to a cast (to_dtype's, unscaled)
+        cast = (dtype is not None and dtype != image.dtype and dtype != torch.uint8
+                and image.dtype != torch.uint8)
+        spread = (mean is not None and std is not None and image.shape[-3] == 1
+                  and (len(mean) > 1 or len(std) > 1))
+        if cast or spread:
+            # normalised apart: after a floating-to-floating cast, which the op leaves to
+            # to_dtype's (unscaled), or, for several means or stds, over a 1-channel image's
+            # plane in as many channels (torchvision's Normalize broadcasts it so)
             out = image
-            if len(stages) > 0:
+            if len(stages) > 0 or (not cast and dtype is not None and dtype != image.dtype):
                 out = torch.ops.gpuaug.photometric(image, stages, factors, order=order,
-                                                   apply=apply, factor_ranges=factor_ranges)
-            out = out.to(dtype)
+                                                   apply=apply, dtype=None if cast else dtype,
+                                                   factor_ranges=factor_ranges)
+            if cast:
+                out = out.to(dtype)
             if mean is None:
                 return out
-            return torch.ops.gpuaug.photometric(out, [], factors[..., :0], mean=mean, std=std)
+            if spread:
+                out = _three_channels(out)
+            return torch.ops.gpuaug.photometric(out, [], factors[..., :0],
+                                                mean=self._broadcast(mean, out),
+                                                std=self._broadcast(std, out))
         return torch.ops.gpuaug.photometric(image, stages, factors, order=order, apply=apply,
                                             dtype=dtype, mean=mean, std=std,
                                             factor_ranges=factor_ranges)
@@ -886,17 +947,25 @@ class Compose(_Photometric):
                 raise ValueError("gpuaug.transforms.Compose: Grayscale(num_output_channels=1) "
                                  "leaves one channel, so it comes last (before ToDtype and "
                                  f"Normalize), but {after[0]} follows it")
-        one_plane = any(t.keeps_first_plane for t in transforms)
-        means = [(t.mean, t.std) for t in transforms if isinstance(t, Normalize)] + [(mean, std)]
-        for m, sd in means:
-            if one_plane and m is not None and sd is not None and (len(m) != 1 or len(sd) != 1):
-                raise ValueError("gpuaug.transforms.Compose: expected one 'mean' and one 'std' "
-                                 f"after Grayscale(num_output_channels=1), got {list(m)} and "
-                                 f"{list(sd)}")
+        # after Grayscale(num_output_channels=1), the op's three equal planes: the first is the
+        # output, unless a Normalize of several means or stds broadcasts the plane over them
+        # (as torchvision's does), which then normalises the three
+        grayed = [i for i, t in enumerate(transforms) if t.keeps_first_plane]
+        later = [(t.mean, t.std) for t in transforms[grayed[0]:] if isinstance(t, Normalize)
+                 ] if grayed else []
+        spread = any(len(m) > 1 or len(sd) > 1 for m, sd in later + [(mean or [0], std or [1])])
+        one_plane = bool(grayed) and not spread
         super().__init__([s for t in transforms for s in t.program],
                          sum(t.uniforms for t in transforms), None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
         self.keeps_first_plane = one_plane
+        # the first transform that gives a 1-channel image three channels: those after it see
+        # three (a Compose's slots are its transforms' programs)
+        slot = 0
+        for t in transforms:
+            if t.expand_slot >= 0 and self.expand_slot < 0:
+                self.expand_slot, self.expand_skip = slot + t.expand_slot, t.expand_skip
+            slot += len(t.program)
         conversions, self.input_dtypes = _inner_conversions(transforms)
         # each transform's last unit: a call ends after a conversion's
         last_units: List[int] = []
@@ -949,10 +1018,15 @@ class Compose(_Photometric):
                           for i, t in enumerate(self.transforms)], 1)
 
     def _check(self, dtype: torch.dtype, channels: int) -> None:
-        # each transform's input: the image's dtype, or a ToDtype's before it
+        # each transform's input: the image's dtype, or a ToDtype's before it, and three
+        # channels after a Grayscale(num_output_channels=3), RGB or a Normalize of three means
         for i, t in enumerate(self.transforms):
             converted = self.input_dtypes[i]
             t._check(dtype if converted is None else converted, channels)
+            mean, std = t.mean, t.std
+            if t.expand_slot >= 0 or (mean is not None and std is not None
+                                      and (len(mean) > 1 or len(std) > 1)):
+                channels = 3
 
     def _affine_terms(self) -> List[List[float]]:
         # (in a container) its transforms' terms on their columns; transform i's keys k in

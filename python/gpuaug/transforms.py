@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import nn
 
-from .conversion import Grayscale, Normalize, ToDtype
+from .conversion import RGB, Grayscale, Normalize, ToDtype
 from .from_torchvision import from_torchvision
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
@@ -19,7 +19,7 @@ from .samples import TorchvisionInputs
 __all__ = ["ColorAugment", "ColorJitter", "Compose", "Grayscale", "Normalize", "RandomApply",
            "RandomAutocontrast", "RandomChannelPermutation", "RandomChoice", "RandomEqualize",
            "RandomGrayscale", "RandomInvert", "RandomOrder", "RandomPhotometricDistort",
-           "RandomPosterize", "RandomSolarize", "ToDtype", "from_torchvision"]
+           "RandomPosterize", "RandomSolarize", "RGB", "ToDtype", "from_torchvision"]
 
 Range = Tuple[float, float]
 
