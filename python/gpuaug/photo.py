@@ -452,7 +452,7 @@ class _Photometric(TorchvisionInputs, nn.Module):
             for i in range(calls):
                 first, end = self.program_bounds[i], self.program_bounds[i + 1]
                 draws = self.call_draws[i]
-                if out.shape[-3] != 1:  # a Normalize before gave it three channels
+                if out.shape[-3] != 1:  # three already: repeated, or a Normalize broadcast it
                     expand = -1
                 if first <= expand < end or expand == end == self.program_bounds[-1]:
                     if expand > first:
@@ -461,7 +461,6 @@ class _Photometric(TorchvisionInputs, nn.Module):
                     out = _three_channels(out)
                     draws = _slots_of(draws, expand + self.expand_skip - first, end - first)
                     first = expand + self.expand_skip
-                    expand = -1
                 out = self._call(out, self.program[first:end], u, None, None, draws,
                                  self.program_outputs[i])
             return out
@@ -480,7 +479,6 @@ class _Photometric(TorchvisionInputs, nn.Module):
                     out = self._replayed(out, params, first, expand, -1)
                 out = _three_channels(out)
                 first = expand + self.expand_skip
-                expand = -1
             out = self._replayed(out, params, first, end, self.call_outputs[i])
         return out
 
@@ -916,7 +914,10 @@ class Compose(_Photometric):
     own. A ToDtype or Normalize last is its ``dtype``, ``mean`` and ``std``; one elsewhere ends
     a call of the op there, which converts to it (a ToDtype and the Normalize right after it
     together), and the transforms after it see the converted image, as in torchvision's
-    Compose. A :class:`gpuaug.transforms.ColorAugment` joins as the op's COLOR_AUGMENT stage
+    Compose. A Grayscale(3) or RGB gives a 1-channel image three channels where it stands (its
+    plane repeated, the call there split), as does a Normalize of three means or stds (which
+    broadcasts it), and the transforms after them see three. A
+    :class:`gpuaug.transforms.ColorAugment` joins as the op's COLOR_AUGMENT stage
     (gpuaug.color_transform's formula, in the same pass), with the ranges, p and generator it
     has when the Compose is made; its draws there are the Compose's (seven uniforms a sample),
     not those of its own ``sample_params``."""

@@ -228,15 +228,15 @@ def assert_fresh_draws_replay(make, device):
     assert torch.equal(make()(image), make()(image, params))
 
 
-def assert_exported_draws(transform, device, seed):
+def assert_exported_draws(transform, device, seed, channels=3):
     """torch.export of a transform drawing fresh parameters, with a dynamic batch: the same
     draws and values as eager for the same generator state, at two batch sizes. Returns the
     exported program."""
-    image = make_image([4, 3, 9, 11], torch.uint8, device, seed=seed)
+    image = make_image([4, channels, 9, 11], torch.uint8, device, seed=seed)
     batch = torch.export.Dim("batch", min=2)
     program = torch.export.export(transform, (image,), dynamic_shapes=({0: batch},))
     for n in (4, 6):
-        image = make_image([n, 3, 9, 11], torch.uint8, device, seed=seed + 1 + n)
+        image = make_image([n, channels, 9, 11], torch.uint8, device, seed=seed + 1 + n)
         torch.manual_seed(n)
         drawn = program.module()(image)
         torch.manual_seed(n)

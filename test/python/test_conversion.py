@@ -53,9 +53,9 @@ def test_grayscale_layouts_and_one_channel(device):
     assert torch.equal(T.Grayscale()(last).cpu(), v2.Grayscale()(image.cpu()))
     gray = image[:, :1].contiguous()
     assert torch.equal(T.Grayscale()(gray), gray)
-    with pytest.raises(ValueError, match=r"Grayscale: num_output_channels=3 of a 1-channel "
-                       r"image is that image expanded: use image.expand\(...\) instead"):
-        T.Grayscale(3)(gray)
+    # three channels of a 1-channel image: its plane repeated, a new tensor (not its grayscale)
+    three = T.Grayscale(3)(gray)
+    assert torch.equal(three.cpu(), v2.Grayscale(3)(gray.cpu())) and three.is_contiguous()
 
 
 @requires_torchvision
@@ -178,6 +178,13 @@ def built(module, spec):
             else getattr(module, name)(*arguments) for name, *arguments in spec]
 
 
+def sliced(params, first, end):
+    """A Compose's params for its slots first..end: those of the transform there."""
+    order = params["order"][:, first:end]
+    return {"factors": params["factors"][:, first:end], "apply": params["apply"][:, first:end],
+            "order": order if order.is_floating_point() else order - first}
+
+
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("channels_last", [False, True])
@@ -193,13 +200,6 @@ def test_conversions_inside_a_compose(name, channels_last, device):
     expected = v2.Compose(built(v2, spec))(image.cpu())
     assert out.dtype == expected.dtype and out.shape == expected.shape
     assert_close_to(out, expected, 1e-5)
-
-
-def sliced(params, first, end):
-    """A Compose's params for its slots first..end: those of the transform there."""
-    order = params["order"][:, first:end]
-    return {"factors": params["factors"][:, first:end], "apply": params["apply"][:, first:end],
-            "order": order if order.is_floating_point() else order - first}
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -223,6 +223,72 @@ def test_conversions_inside_a_compose_draw_per_sample(device):
     expected = autocontrast(jittered, sliced(params, 4, 5)).double()
     assert torch.equal(replayed, expected)
     assert not torch.equal(params["factors"][0], params["factors"][1])  # per sample
+
+
+# deterministic pipelines that give a 1-channel image three channels, as torchvision's do
+TO_THREE_CHANNELS = {
+    "grayscale_3": [("Grayscale", 3)],
+    "rgb": [("RGB",)],
+    "rgb_inside": [("RandomInvert", 1.0), ("RGB",), ("ColorJitter", None, (0.5, 0.5)),
+                   ("ToDtype", torch.float32), ("Normalize", MEAN, STD)],
+    # its grayscale of three equal values would differ: the plane is repeated instead
+    "grayscale_3_then_reductions": [("ColorJitter", None, (0.5, 0.5)), ("Grayscale", 3),
+                                    ("RandomAutocontrast", 1.0), ("Grayscale", 3),
+                                    ("RandomEqualize", 1.0)],
+    "rgb_last": [("RandomPosterize", 3, 1.0), ("ToDtype", torch.float32), ("RGB",)],
+    # torchvision's Normalize broadcasts a plane over three means; the Grayscale(3) after it
+    # then takes three channels
+    "normalize_broadcasts": [("ToDtype", torch.float32), ("Normalize", [0.5], [0.25]),
+                             ("Normalize", MEAN, STD), ("Grayscale", 3), ("Normalize", MEAN, STD)],
+    "grayscale_1_then_three_means": [("RandomSolarize", 100.0, 1.0), ("Grayscale", 1),
+                                     ("ToDtype", torch.float32), ("Normalize", MEAN, STD)],
+}
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("name", sorted(TO_THREE_CHANNELS))
+def test_three_channels_of_one(name, channels, device):
+    """Grayscale(3), RGB and a Normalize of three means give a 1-channel image three channels
+    where they stand, torchvision's plane repeated (a 3-channel image: as before); the whole
+    batch against torchvision's Compose, planar and channels_last."""
+    image = make_image([3, channels, 10, 12], torch.uint8, device, seed=23)
+    spec = TO_THREE_CHANNELS[name]
+    expected = v2.Compose(built(v2, spec))(image.cpu())
+    for layout in (torch.contiguous_format, torch.channels_last):
+        compose = T.Compose(built(T, spec))
+        laid_out = image.contiguous(memory_format=layout)
+        for out in (compose(laid_out), compose(laid_out, compose.sample_params(laid_out))):
+            assert out.shape == expected.shape and out.shape[1] == 3
+            assert_close_to(out, expected, 1e-5 if out.is_floating_point() else 0)
+    if len(spec) == 1:  # alone too
+        assert torch.equal(built(T, spec)[0](image).cpu(), expected)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("expanding", ["RGB", "Grayscale"])
+def test_three_channels_of_one_draw_per_sample(expanding, device):
+    """Fresh draws and replayed params across the repeat: the values of the jitter on the
+    plane, the plane repeated, then the second jitter on the three, each with its slots (a
+    Grayscale's slot between them, which the repeat takes the place of)."""
+    image = make_image([5, 1, 9, 8], torch.uint8, device, seed=24)
+    # the second without contrast: the same call as the first (one reduction), split there
+    first, second = T.ColorJitter(0.4, 0.4), T.ColorJitter(0.4, 0, 0.4, 0.1)
+    between = T.RGB() if expanding == "RGB" else T.Grayscale(3)
+    compose = T.Compose([first, between, second, T.ToDtype(torch.float32, scale=True)])
+    torch.manual_seed(25)
+    drawn = compose(image)
+    torch.manual_seed(25)
+    params = compose.sample_params(image)
+    replayed = compose(image, params)
+    assert torch.equal(drawn, replayed) and replayed.shape == (5, 3, 9, 8)
+    plane = T.Compose([first])(image, sliced(params, 0, 2))  # its program's two slots
+    after = 2 + len(between.program)
+    assert compose.program_bounds == [0, after + 3]
+    expected = T.Compose([second])(plane.expand(-1, 3, -1, -1).contiguous(),
+                                   sliced(params, after, after + 3))
+    assert torch.equal(replayed, T.ToDtype(torch.float32, scale=True)(expected))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -282,13 +348,17 @@ def test_errors():
     with pytest.raises(ValueError, match=r"Grayscale\(num_output_channels=1\) leaves one "
                        "channel, so it comes last .* but RandomInvert follows it"):
         T.Compose([T.Grayscale(), T.RandomInvert()])
-    for after_gray in ([T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)],
-                       [T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD),
-                        T.ToDtype(torch.float64, scale=True)]):
-        with pytest.raises(ValueError, match=r"expected one 'mean' and one 'std' after "
-                           r"Grayscale\(num_output_channels=1\)"):
-            T.Compose([T.Grayscale()] + after_gray)
+    gray = make_image([2, 1, 4, 4], torch.uint8, "cpu", seed=22)
     for container in (T.RandomApply, T.RandomChoice, T.RandomOrder):
+        for expanding in (T.Grayscale(3), T.RGB(), T.Compose([T.RandomInvert(), T.RGB()])):
+            held = container([T.RandomInvert(), expanding])
+            assert held(image).shape == image.shape  # three channels already: nothing to expand
+            with pytest.raises(ValueError, match=rf"{container.__name__}: a Grayscale\("
+                               r"num_output_channels=3\) or RGB in it would give a 1-channel "
+                               "image three channels in some samples only: put it before"):
+                held(gray)
+    with pytest.raises(ValueError, match="RGB: expected an image of 1 or 3 channels, got 2"):
+        T.RGB()(image[:, :2])
         with pytest.raises(ValueError, match=r"Grayscale\(num_output_channels=1\) in it would "
                            "leave samples of one channel and samples of three"):
             container([T.Grayscale()])
@@ -317,27 +387,33 @@ def test_torchvision_inputs():
     assert isinstance(out, tv_tensors.Image) and out.dtype == torch.float32
 
 
+# each a pipeline and the channels of its input
 PIPELINES = {
-    "grayscale": lambda: T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.Grayscale(),
-                                    T.ToDtype(torch.float32, scale=True),
-                                    T.Normalize([0.5], [0.25])]),
-    "inner_conversions": lambda: T.Compose([
+    "grayscale": (lambda: T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.Grayscale(),
+                                     T.ToDtype(torch.float32, scale=True),
+                                     T.Normalize([0.5], [0.25])]), 3),
+    "inner_conversions": (lambda: T.Compose([
         T.ToDtype(torch.float32, scale=True), T.ColorJitter(0.4, 0.4, 0.4, 0.1),
         T.Normalize(MEAN, STD), T.RandomAutocontrast(0.5), T.ToDtype(torch.float64, scale=True)]),
+        3),
+    "one_channel_to_three": (lambda: T.Compose([
+        T.ColorJitter(0.4, 0.4), T.RGB(), T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+        T.ToDtype(torch.float32, scale=True), T.Normalize(MEAN, STD)]), 1),
 }
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", sorted(PIPELINES))
 def test_torchscript_compile_export(name, device, fresh_dynamo):
-    transform = PIPELINES[name]()
-    image = make_image([4, 3, 9, 11], torch.uint8, device, seed=12)
+    make, channels = PIPELINES[name]
+    transform = make()
+    image = make_image([4, channels, 9, 11], torch.uint8, device, seed=12)
     params = transform.sample_params(image)
     expected = transform(image, params)
     assert expected.shape == (4, 1 if name == "grayscale" else 3, 9, 11)
     assert torch.equal(torch.jit.script(transform)(image, params), expected)
     assert torch.equal(torch.compile(transform, fullgraph=True)(image, params), expected)
-    assert_exported_draws(transform, device, seed=13)
+    assert_exported_draws(transform, device, seed=13, channels=channels)
 
 
 @requires_cuda
@@ -345,8 +421,9 @@ def test_torchscript_compile_export(name, device, fresh_dynamo):
 def test_cuda_graph(name):
     """The fresh draws, the output's plane and the inner conversions inside one capture: each
     replay draws anew."""
-    transform = PIPELINES[name]()
-    image = make_image([8, 3, 16, 16], torch.uint8, "cuda", seed=14)
+    make, channels = PIPELINES[name]
+    transform = make()
+    image = make_image([8, channels, 16, 16], torch.uint8, "cuda", seed=14)
     outputs = captured_replays(lambda: transform(image))
     assert outputs[0].shape == (8, 1 if name == "grayscale" else 3, 16, 16)
     assert not torch.equal(outputs[0], outputs[1])

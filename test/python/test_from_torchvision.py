@@ -27,6 +27,7 @@ def leaves():
          T.RandomPhotometricDistort(hue=(-0.1, 0.2), p=0.3)),
         (v2.RandomGrayscale(0.3), T.RandomGrayscale(0.3)),
         (v2.Grayscale(3), T.Grayscale(3)),
+        (v2.RGB(), T.RGB()),
         (v2.RandomSolarize(100, 0.4), T.RandomSolarize(100.0, 0.4)),
         (v2.RandomPosterize(3, 0.6), T.RandomPosterize(3, 0.6)),
         (v2.RandomInvert(0.2), T.RandomInvert(0.2)),
@@ -121,6 +122,14 @@ def test_deterministic_end_to_end():
             assert type(converted) is T.Compose
             expected = pipeline(image)
             assert (converted(image) - expected).abs().max().item() <= 1e-5
+    # a grayscale dataset's batch made three channels for an ImageNet model, where it stands
+    gray = image[:, :1].contiguous()
+    for expanding in (v2.Grayscale(3), v2.RGB()):
+        pipeline = v2.Compose([v2.RandomInvert(1.0), expanding, v2.ColorJitter(hue=(0.1, 0.1)),
+                               v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+        converted = T.from_torchvision(pipeline)
+        assert type(converted) is T.Compose
+        assert (converted(gray) - pipeline(gray)).abs().max().item() <= 1e-5
 
 
 def test_errors():
