@@ -156,6 +156,12 @@ def float_first(module):
             module.Normalize(MEAN, STD)]
 
 
+def gray_to_rgb(module):
+    """A grayscale dataset's batch made three channels for an ImageNet model, then jittered."""
+    return [module.RGB(), module.ColorJitter(0.4, 0.4, 0.4, 0.1),
+            module.ToDtype(torch.float32, scale=True), module.Normalize(MEAN, STD)]
+
+
 def kornia_self_supervised() -> Optional[Callable]:
     try:
         import kornia.augmentation as K
@@ -270,6 +276,14 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         result.append(Case("photometric ToDtype first, jitter f32, Normalize", shape, u8,
                            image_inputs(shape, device), T.Compose(float_first(T)), baseline,
                            "torchvision Compose", 17 * pixels, random_programs=True))
+    # a 1-channel batch: its plane repeated (1 + 3 bytes a pixel), then the op's two passes
+    baseline = torchvision_compose(gray_to_rgb)
+    if baseline is not None:
+        gray_shape = (n, 1, 224, 224)
+        result.append(Case("photometric 1 channel, RGB, jitter u8->f32, Normalize", gray_shape,
+                           u8, image_inputs(gray_shape, device), T.Compose(gray_to_rgb(T)),
+                           baseline, "torchvision Compose", 22 * pixels // 3,
+                           random_programs=True))
     ssl = T.Compose(self_supervised(T), dtype=torch.float32, mean=MEAN, std=STD)
     torchvision_ssl = torchvision_compose(lambda v2: self_supervised(
         v2, v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)))
