@@ -914,7 +914,8 @@ class Compose(_Photometric):
     own. A ToDtype or Normalize last is its ``dtype``, ``mean`` and ``std``; one elsewhere ends
     a call of the op there, which converts to it (a ToDtype and the Normalize right after it
     together), and the transforms after it see the converted image, as in torchvision's
-    Compose. A Grayscale(3) or RGB gives a 1-channel image three channels where it stands (its
+    Compose. A held Compose that converts stands as its transforms and conversions (in
+    ``transforms`` too). A Grayscale(3) or RGB gives a 1-channel image three channels where it stands (its
     plane repeated, the call there split), as does a Normalize of three means or stds (which
     broadcasts it), and the transforms after them see three. A
     :class:`gpuaug.transforms.ColorAugment` joins as the op's COLOR_AUGMENT stage
@@ -925,11 +926,22 @@ class Compose(_Photometric):
     def __init__(self, transforms: Sequence[nn.Module], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
-        from .conversion import (Normalize, _Conversion, _inner_conversions,  # which import
-                                 _output_conversion)  # this module
+        from .conversion import (Normalize, ToDtype, _Conversion,  # which import this module
+                                 _inner_conversions, _output_conversion)
         from .transforms import ColorAugment
-        transforms, dtype, mean, std = _output_conversion("Compose", transforms, dtype, mean,
-                                                          std)
+        # a held Compose that converts: its transforms and conversions in its place, which are
+        # the same calls of the op
+        flat: List[nn.Module] = []
+        for t in transforms:
+            if not (isinstance(t, Compose) and _converts(t)):
+                flat.append(t)
+                continue
+            flat += list(t.transforms)
+            if t.dtype is not None:
+                flat.append(ToDtype(t.dtype, scale=True))
+            if t.mean is not None:
+                flat.append(Normalize(t.mean, t.std))
+        transforms, dtype, mean, std = _output_conversion("Compose", flat, dtype, mean, std)
         transforms = [_color_augment_stage(t) if isinstance(t, ColorAugment) else t
                       for t in transforms]
         for i, t in enumerate(transforms):
@@ -939,9 +951,8 @@ class Compose(_Photometric):
                                 f"{type(t).__name__}")
             if _converts(t) and not isinstance(t, _Conversion):
                 raise ValueError(f"gpuaug.transforms.Compose: {type(t).__name__} in it "
-                                 "converts its own output (dtype, mean and std, or a Compose's "
-                                 "ToDtype and Normalize): put the conversions in this Compose "
-                                 "instead, where they stand")
+                                 "converts its own output (dtype, mean and std): put the "
+                                 "conversions in this Compose instead, where they stand")
             after = [type(a).__name__ for a in transforms[i + 1:]
                      if not isinstance(a, _Conversion)]
             if t.keeps_first_plane and after:
