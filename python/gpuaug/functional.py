@@ -12,7 +12,7 @@ from typing import List, Union
 
 import torch
 
-from .photo import _check_bits, _check_threshold, _samples
+from .photo import _check_bits, _check_threshold, _samples, _three_channels
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
            "rgb_to_grayscale", "solarize", "posterize", "invert", "autocontrast", "equalize",
@@ -46,16 +46,14 @@ def adjust_hue(image: torch.Tensor, hue_factor: Union[float, torch.Tensor]) -> t
 
 def rgb_to_grayscale(image: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
     """torchvision's rgb_to_grayscale: 1 or 3 channels of the image's grayscale (3 of a
-    1-channel image: its plane expanded, as torchvision's)."""
+    1-channel image: its plane repeated, as torchvision's)."""
     if num_output_channels not in (1, 3):
         raise ValueError(f"num_output_channels must be 1 or 3, got {num_output_channels}.")
+    if num_output_channels == 3 and image.shape[-3] == 1:
+        return _three_channels(image)
     gray = _call(image, 5, _zero(image))  # Stage.GRAYSCALE
     if num_output_channels == 1:
         return gray.narrow(-3, 0, 1).contiguous()
-    if image.shape[-3] == 1:  # as torchvision: the one plane expanded
-        shape = list(image.shape)
-        shape[-3] = 3
-        return gray.expand(shape)
     return gray
 
 

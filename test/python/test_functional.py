@@ -86,6 +86,7 @@ def test_rgb_to_grayscale(outputs, channels, device):
     out = GF.rgb_to_grayscale(image, num_output_channels=outputs)
     assert out.shape == (4, outputs, 6, 7)
     assert torch.equal(out.cpu(), F.rgb_to_grayscale(image.cpu(), num_output_channels=outputs))
+    assert out.is_contiguous()  # a tensor of its own, as torchvision's repeat (not a view)
 
 
 @requires_torchvision
