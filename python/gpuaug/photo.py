@@ -929,6 +929,8 @@ class Compose(_Photometric):
         from .conversion import (Normalize, ToDtype, _Conversion,  # which import this module
                                  _inner_conversions, _output_conversion)
         from .transforms import ColorAugment
+        transforms, dtype, mean, std = _output_conversion("Compose", transforms, dtype, mean,
+                                                          std)
         # a held Compose that converts: its transforms and conversions in its place, which are
         # the same calls of the op
         flat: List[nn.Module] = []
@@ -941,7 +943,7 @@ class Compose(_Photometric):
                 flat.append(ToDtype(t.dtype, scale=True))
             if t.mean is not None:
                 flat.append(Normalize(t.mean, t.std))
-        transforms, dtype, mean, std = _output_conversion("Compose", flat, dtype, mean, std)
+        transforms = flat
         transforms = [_color_augment_stage(t) if isinstance(t, ColorAugment) else t
                       for t in transforms]
         for i, t in enumerate(transforms):

@@ -214,7 +214,11 @@ def test_composes_that_convert_inside_a_compose(device):
                        T.Compose([T.RandomInvert(1.0)], dtype=torch.float64)])
     assert [type(t).__name__ for t in outer.transforms] == [
         "RandomPosterize", "RandomInvert", "ToDtype", "RandomSolarize", "Normalize",
-        "RandomAutocontrast", "RandomInvert"] and outer.dtype == torch.float64
+        "RandomAutocontrast", "RandomInvert", "ToDtype"]
+    # its own conversion after theirs
+    twice = T.Compose([T.Compose([T.RandomInvert(1.0)], dtype=torch.float32)],
+                      dtype=torch.float64)
+    assert twice(image).dtype == torch.float64
     expected = v2.Compose([
         v2.RandomPosterize(4, 1.0),
         v2.Compose([v2.RandomInvert(1.0), v2.ToDtype(torch.float32, scale=True),

@@ -645,12 +645,15 @@ def compose_cases(draw):
             + ([] if normalized else ["equalize"]) + (["normalize"] if floating else [])))
         if kind == "jitter":
             name = draw(st.sampled_from(["brightness", "contrast", "saturation", "hue"]))
-            value = draw(st.floats(-0.3, 0.3) if name == "hue" else st.floats(0.2, 1.8))
+            value = draw(st.floats(-0.3, 0.3, width=32) if name == "hue"
+                         else st.floats(0.2, 1.8, width=32))
             spec.append(("ColorJitter", {name: (value, value)}))
         elif kind == "posterize":
             spec.append(("RandomPosterize", {"bits": draw(st.integers(1, 8)), "p": 1.0}))
         elif kind == "solarize":
-            threshold = draw(st.floats(0, 1)) if floating else float(draw(st.integers(0, 255)))
+            # float32 values: the transforms' factors are (README), also for float64 images
+            threshold = (draw(st.floats(0, 1, width=32)) if floating
+                         else float(draw(st.integers(0, 255))))
             spec.append(("RandomSolarize", {"threshold": threshold, "p": 1.0}))
         elif kind == "to_dtype":
             dtype = draw(st.sampled_from(([] if normalized else [torch.uint8])
