@@ -645,8 +645,8 @@ def compose_cases(draw):
             + ([] if normalized else ["equalize"]) + (["normalize"] if floating else [])))
         if kind == "jitter":
             name = draw(st.sampled_from(["brightness", "contrast", "saturation", "hue"]))
-            value = draw(st.floats(-0.3, 0.3, width=32) if name == "hue"
-                         else st.floats(0.2, 1.8, width=32))
+            value = draw(st.floats(-0.25, 0.25, width=32) if name == "hue"
+                         else st.floats(0.25, 1.75, width=32))
             spec.append(("ColorJitter", {name: (value, value)}))
         elif kind == "posterize":
             spec.append(("RandomPosterize", {"bits": draw(st.integers(1, 8)), "p": 1.0}))
