@@ -943,9 +943,8 @@ class Compose(_Photometric):
                 flat.append(ToDtype(t.dtype, scale=True))
             if t.mean is not None:
                 flat.append(Normalize(t.mean, t.std))
-        transforms = flat
         transforms = [_color_augment_stage(t) if isinstance(t, ColorAugment) else t
-                      for t in transforms]
+                      for t in flat]
         for i, t in enumerate(transforms):
             if not isinstance(t, _Photometric):
                 raise TypeError("gpuaug.transforms.Compose: expected gpuaug.transforms' "
@@ -965,10 +964,12 @@ class Compose(_Photometric):
         # output, unless a Normalize of several means or stds broadcasts the plane over them
         # (as torchvision's does), which then normalises the three
         grayed = [i for i, t in enumerate(transforms) if t.keeps_first_plane]
-        later = [(t.mean, t.std) for t in transforms[grayed[0]:] if isinstance(t, Normalize)
-                 ] if grayed else []
-        spread = any(len(m) > 1 or len(sd) > 1 for m, sd in later + [(mean or [0], std or [1])])
-        one_plane = bool(grayed) and not spread
+        normalizations = [(t.mean, t.std) for t in transforms[grayed[0]:]
+                          if isinstance(t, Normalize)] if grayed else []
+        if mean is not None and std is not None:
+            normalizations.append((mean, std))
+        one_plane = bool(grayed) and all(len(m) == 1 and len(sd) == 1
+                                         for m, sd in normalizations)
         super().__init__([s for t in transforms for s in t.program],
                          sum(t.uniforms for t in transforms), None, dtype, mean, std)
         self.transforms = nn.ModuleList(transforms)
