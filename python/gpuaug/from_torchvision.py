@@ -3,6 +3,8 @@ with gpuaug's transforms in place of its photometric ones, each sample drawing i
 coins and order, and each run of them one Compose: one call of the op, or one per conversion or
 reduction stage inside it."""
 
+import copy
+import itertools
 from typing import Any, List, Optional
 
 import torch
@@ -39,9 +41,10 @@ def from_torchvision(transform: Any) -> Any:
     Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them. A run of
     them in a Compose, with the ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize
     among and after them, becomes one gpuaug Compose; the others (geometry, say) stay
-    torchvision's, in place, in a Compose of torchvision's class. The result draws per sample
-    where torchvision draws per call, and otherwise computes what torchvision does (see
-    gpuaug.transforms)."""
+    torchvision's, in place, in a Compose of torchvision's class, and so do the containers
+    gpuaug's cannot hold (but for a RandomOrder of up to three transforms past gpuaug's limits,
+    a RandomChoice of a Compose per order). The result draws per sample where torchvision draws
+    per call, and otherwise computes what torchvision does (see gpuaug.transforms)."""
     if not type(transform).__module__.startswith("torchvision.transforms"):
         raise TypeError("gpuaug.transforms.from_torchvision: expected a torchvision.transforms "
                         f"transform, got {type(transform).__name__}")
@@ -72,13 +75,29 @@ def _photometric(t: Any) -> Optional[nn.Module]:
     held = [_photometric(h) for h in t.transforms]
     if any(h is None for h in held):
         return None
-    if name == "Compose":
-        return Compose(held)
-    if name == "RandomApply":
-        return RandomApply(held, p=t.p)
-    if name == "RandomChoice":
-        return RandomChoice(held, p=t.p)
-    return RandomOrder(held)
+    try:  # what gpuaug's containers cannot hold stays torchvision's, whole
+        if name == "Compose":
+            return Compose(held)
+        if name == "RandomApply":
+            return RandomApply(held, p=t.p)
+        if name == "RandomChoice":
+            return RandomChoice(held, p=t.p)
+        return _random_order(held)
+    except ValueError:
+        return None
+
+
+def _random_order(held: List[nn.Module]) -> nn.Module:
+    """gpuaug's RandomOrder of ``held``; past its limits (one reduction stage, 16 slots), for
+    up to three transforms, a RandomChoice of a Compose per order, each alike: torchvision's
+    orders, drawn per sample, at a call of the op per reduction stage of each order."""
+    try:
+        return RandomOrder(held)
+    except ValueError:
+        if len(held) > 3:
+            raise
+    return RandomChoice([Compose([copy.deepcopy(held[i]) for i in order])
+                         for order in itertools.permutations(range(len(held)))])
 
 
 def _conversion(t: Any) -> Optional[nn.Module]:

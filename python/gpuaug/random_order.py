@@ -37,7 +37,8 @@ class RandomOrder(_Container):
             raise ValueError("gpuaug.transforms.RandomOrder: expected one reduction stage "
                              "(contrast, autocontrast, equalize) at most among its transforms' "
                              f"programs, got {reductions}: the op's call takes one, and the "
-                             "stages before it differ between samples")
+                             "stages before it differ between samples (a RandomChoice of a "
+                             "Compose per order runs them, a call per reduction stage of each)")
         if len(program) > _MOST_SLOTS:
             raise ValueError(f"gpuaug.transforms.RandomOrder: expected {_MOST_SLOTS} slots at "
                              f"most in its transforms' programs (one call of the op), got "

@@ -1,4 +1,6 @@
 """from_torchvision: torchvision pipelines with gpuaug's photometric transforms in place."""
+import itertools
+
 import pytest
 import torch
 from gpuaug_testing import DEVICES, make_image
@@ -136,6 +138,39 @@ def test_errors():
     with pytest.raises(TypeError, match="from_torchvision: expected a torchvision.transforms "
                        "transform, got ColorJitter"):
         T.from_torchvision(T.ColorJitter(0.4))
-    # gpuaug's own limits, by their own messages
-    with pytest.raises(ValueError, match="RandomOrder"):
-        T.from_torchvision(v2.RandomOrder([v2.RandomEqualize(), v2.RandomAutocontrast()]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("count", [2, 3])
+def test_random_order_of_reductions(count, device):
+    """A RandomOrder past gpuaug's one reduction stage: a RandomChoice of a Compose per order,
+    each sample one of torchvision's orders, every order drawn about as often."""
+    held = [v2.ColorJitter(contrast=(0.5, 0.5)), v2.RandomAutocontrast(1.0),
+            v2.RandomSolarize(100, 1.0)]
+    held = held[:count]
+    converted = T.from_torchvision(v2.RandomOrder(held))
+    orders = list(itertools.permutations(held))
+    assert type(converted) is T.RandomChoice and len(converted.transforms) == len(orders)
+    image = make_image([120 * len(orders), 3, 5, 6], torch.uint8, device, seed=22)
+    out = converted(image)
+    # [orders, N]: whether sample n is order k's result; the orders give different results
+    matches = torch.stack([(out == v2.Compose(list(order))(image)).flatten(1).all(1)
+                           for order in orders])
+    assert matches.any(0).all()
+    alone = matches & (matches.sum(0) == 1)
+    assert alone.sum().item() > 0.8 * image.shape[0]
+    assert (alone.sum(1) > 0.5 * alone.sum() / len(orders)).all(), alone.sum(1)
+
+
+def test_kept_whole():
+    """What gpuaug's containers cannot hold stays torchvision's, whole, and runs: a Grayscale to
+    one channel in a container, four transforms in an order past gpuaug's one reduction stage."""
+    image = make_image([4, 3, 5, 6], torch.uint8, "cpu", seed=23)
+    for held in (v2.RandomApply([v2.Grayscale()], p=1.0),
+                 v2.RandomChoice([v2.Compose([v2.Grayscale(), v2.RandomInvert()])]),
+                 v2.RandomOrder([v2.RandomEqualize(), v2.RandomAutocontrast(),
+                                 v2.RandomInvert(), v2.RandomPosterize(4)])):
+        assert T.from_torchvision(held) is held
+        held(image)
+    pipeline = T.from_torchvision(v2.Compose([held, v2.RandomInvert(1.0)]))
+    assert pipeline.transforms[0] is held and type(pipeline.transforms[1]) is T.RandomInvert
