@@ -447,7 +447,7 @@ class _Photometric(TorchvisionInputs, nn.Module):
             calls = len(self.program_bounds) - 1
             if calls == 1 and expand < 0:  # the common case: no slicing
                 return self._call(image, self.program, u, None, None, self.call_draws[0],
-                                  self.program_outputs[0], self.keeps_first_plane)
+                                  self.program_outputs[0])
             out = image
             for i in range(calls):
                 first, end = self.program_bounds[i], self.program_bounds[i + 1]
@@ -462,14 +462,13 @@ class _Photometric(TorchvisionInputs, nn.Module):
                     draws = _slots_of(draws, expand + self.expand_skip - first, end - first)
                     first = expand + self.expand_skip
                 out = self._call(out, self.program[first:end], u, None, None, draws,
-                                 self.program_outputs[i],
-                                 self.keeps_first_plane and first < end == len(self.program))
+                                 self.program_outputs[i])
             return out
         _check_params(params, ["factors", "order", "apply"])
         calls = len(self.bounds) - 1
         if calls == 1 and expand < 0:
             return self._call(image, self.stages, params["factors"], params["order"],
-                              params["apply"], None, self.call_outputs[0], self.keeps_first_plane)
+                              params["apply"], None, self.call_outputs[0])
         out = image
         for i in range(calls):
             first, end = self.bounds[i], self.bounds[i + 1]
@@ -480,41 +479,21 @@ class _Photometric(TorchvisionInputs, nn.Module):
                     out = self._replayed(out, params, first, expand, -1)
                 out = _three_channels(out)
                 first = expand + self.expand_skip
-            out = self._replayed(out, params, first, end, self.call_outputs[i],
-                                 self.keeps_first_plane and first < end == len(self.stages))
+            out = self._replayed(out, params, first, end, self.call_outputs[i])
         return out
 
     def _replayed(self, image: torch.Tensor, params: Dict[str, torch.Tensor], first: int,
-                  end: int, output: int, grays: bool = False) -> torch.Tensor:
+                  end: int, output: int) -> torch.Tensor:
         """A call of the op over the stages' slots first..end of ``params``."""
         order = params["order"][:, first:end]
         if not order.is_floating_point():  # a permutation of this call's slots
             order = order - first
         return self._call(image, self.stages[first:end], params["factors"][:, first:end], order,
-                          params["apply"][:, first:end], None, output, grays)
+                          params["apply"][:, first:end], None, output)
 
     def _call(self, image: torch.Tensor, stages: List[int], factors: torch.Tensor,
               order: Optional[torch.Tensor], apply: Optional[torch.Tensor],
-              factor_ranges: Optional[List[float]], output: int,
-              grays: bool = False) -> torch.Tensor:
-        """A call of the op, converting to output ``output`` (-1: none); ``grays``: it ends in
-        the Grayscale whose first plane is the output (``keeps_first_plane``)."""
-        if grays and output >= 0 and image.dtype == torch.uint8 and image.shape[-3] == 3:
-            converted = self.output_dtypes[output]
-            if converted is not None and converted != torch.uint8:
-                # the grayscale in uint8, then its first plane alone converted: 3 + 3 + 2 + 5
-                # bytes a pixel, where three converted planes and the copy of one took 3 + 12 +
-                # 8 (float32)
-                gray = self._converting_call(image, stages, factors, order, apply,
-                                             factor_ranges, -1)
-                return self._converting_call(gray.narrow(-3, 0, 1).contiguous(), [], factors,
-                                             None, None, None, output)
-        return self._converting_call(image, stages, factors, order, apply, factor_ranges,
-                                     output)
-
-    def _converting_call(self, image: torch.Tensor, stages: List[int], factors: torch.Tensor,
-                         order: Optional[torch.Tensor], apply: Optional[torch.Tensor],
-                         factor_ranges: Optional[List[float]], output: int) -> torch.Tensor:
+              factor_ranges: Optional[List[float]], output: int) -> torch.Tensor:
         """A call of the op, converting to output ``output`` (-1: none)."""
         dtype: Optional[torch.dtype] = None
         mean: Optional[List[float]] = None
