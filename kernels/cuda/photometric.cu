@@ -72,12 +72,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
     if (threadIdx.x < kStats) partials[blockIdx.x * kStats + threadIdx.x] = stats[threadIdx.x];
     return;
   }
-  const int64_t image_base = image * C * g.pixels;
-  for_each_chunk_of<C, T, V, Vectorized, Interleaved>(in, g, image_base, [&](int64_t p0,
-                                                                              const auto& runs) {
+  const int64_t image_base = image * C * g.pixels, in_base = image * g.in_image_step;
+  for_each_chunk_of<C, T, V, Vectorized, Interleaved>(in, g, in_base, g.in_channel_step,
+                                                      [&](int64_t p0, const auto& runs) {
     P x[V][3];
-    reach_reduction<C, T, P, V, Vectorized, Interleaved>(runs, in, staged, g, image_base, p0, prog,
-                                                         prog_none, x);
+    reach_reduction<C, T, P, V, Vectorized, Interleaved>(runs, in, in_base, staged, g, image_base,
+                                                         p0, prog, prog_none, x);
     if (kind == kContrast) {  // the chunk's grays summed first: one double addition per chunk
       P grays = 0;
 #pragma unroll
@@ -108,12 +108,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = threadIdx.x; i < C * kBins; i += kThreads) block_counts[i] = 0;
   __syncthreads();
   if (prog.reduce_at < 0) return;  // the sample does not equalize
-  const int64_t image_base = image * C * g.pixels;
-  for_each_chunk_of<C, T, V, Vectorized, Interleaved>(in, g, image_base, [&](int64_t p0,
-                                                                              const auto& runs) {
+  const int64_t image_base = image * C * g.pixels, in_base = image * g.in_image_step;
+  for_each_chunk_of<C, T, V, Vectorized, Interleaved>(in, g, in_base, g.in_channel_step,
+                                                      [&](int64_t p0, const auto& runs) {
     P x[V][3];
-    reach_reduction<C, T, P, V, Vectorized, Interleaved>(runs, in, staged, g, image_base, p0, prog,
-                                                         prog_none, x);
+    reach_reduction<C, T, P, V, Vectorized, Interleaved>(runs, in, in_base, staged, g, image_base,
+                                                         p0, prog, prog_none, x);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
 #pragma unroll
@@ -158,10 +158,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
   // resumes at the reduction step where the reduction pass kept the pixels there
   const int first = staged != nullptr && prog.reduce_at > 0 ? prog.reduce_at : 0;
   const T* from = first > 0 ? staged : in;
-  for_each_chunk_of<C, T, V, Vectorized, Interleaved>(from, g, image_base, [&](int64_t p0,
-                                                                                const auto& runs) {
+  const int64_t from_base = first > 0 ? image_base : image * g.in_image_step;
+  const int64_t from_step = first > 0 ? g.channel_step : g.in_channel_step;
+  for_each_chunk_of<C, T, V, Vectorized, Interleaved>(from, g, from_base, from_step,
+                                                      [&](int64_t p0, const auto& runs) {
     P x[V][3];
-    unpack_pixels<C, T, P, V, Vectorized, Interleaved>(runs, from, g, image_base, p0, x);
+    unpack_pixels<C, T, P, V, Vectorized, Interleaved>(runs, from, g, from_base, from_step, p0, x);
     run_steps<C, T>(prog, first, prog.count, x, reduced);
     store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(
         out, g, image_base, p0, x, o, warp_stage<C, out_t, V, Interleaved>(), g.pixels);
@@ -224,13 +226,18 @@ __global__ void __launch_bounds__(kThreads)
 
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-// Calls f(channels, vectorized, interleaved) as integral constants for the image's layout.
+// Calls f(channels, vectorized, interleaved) as integral constants for the image's layout (one
+// channel: planar).
 template <typename F>
 void with_layout(const ColorGeometry& cg, bool vectorized, F&& f) {
   using Yes = std::true_type;
   using No = std::false_type;
   if (cg.channels == 1) {
-    f(std::integral_constant<int, 1>{}, No{}, No{});
+    if (vectorized) {
+      f(std::integral_constant<int, 1>{}, Yes{}, No{});
+    } else {
+      f(std::integral_constant<int, 1>{}, No{}, No{});
+    }
   } else if (!vectorized) {
     f(std::integral_constant<int, 3>{}, No{}, No{});
   } else if (cg.interleaved) {
@@ -240,13 +247,50 @@ void with_layout(const ColorGeometry& cg, bool vectorized, F&& f) {
   }
 }
 
-Geometry kernel_geometry(const ColorGeometry& cg, int pixels_per_thread) {
+// The input's steps between images and between planes, in elements.
+struct InputSteps {
+  int64_t image, channel;
+};
+
+// A dense image's steps (planar or interleaved, see color_dense_image).
+InputSteps dense_steps(const ColorGeometry& cg) {
+  return {cg.channels * cg.pixels, cg.interleaved ? 1 : cg.pixels};
+}
+
+// The steps of an image whose planes each hold their pixels one after the other, the planes and
+// the images at strides of their own (a channel slice, a plane of a wider batch, a plane expanded
+// to three channels with stride 0): read in place, where a copy would take another pass over the
+// batch. Empty for any other layout.
+std::optional<InputSteps> plane_steps(const at::Tensor& image) {
+  const int64_t d = image.dim();
+  const int64_t height = image.size(d - 2), width = image.size(d - 1);
+  if ((width != 1 && image.stride(d - 1) != 1) || (height != 1 && image.stride(d - 2) != width)) {
+    return std::nullopt;
+  }
+  // (the step of a dimension of size 1 is none: 0)
+  InputSteps steps{0, image.size(d - 3) == 1 ? height * width : image.stride(d - 3)};
+  if (d == 4 && image.size(0) != 1) steps.image = image.stride(0);
+  if (d == 5) {  // image n T + t at (n T + t) steps.image
+    const int64_t samples = image.size(0), frames = image.size(1);
+    if (samples != 1 && frames != 1 && image.stride(0) != frames * image.stride(1)) {
+      return std::nullopt;
+    }
+    if (frames != 1) {
+      steps.image = image.stride(1);
+    } else if (samples != 1) {
+      steps.image = image.stride(0);
+    }
+  }
+  return steps;
+}
+
+Geometry kernel_geometry(const ColorGeometry& cg, int pixels_per_thread, InputSteps in) {
   const int64_t chunks = ceil_div(cg.pixels, int64_t{kThreads} * pixels_per_thread);
   const int64_t images = std::max<int64_t>(cg.samples * cg.frames, 1);
   const int64_t blocks_per_image =
       std::clamp<int64_t>(ceil_div(kTargetBlocks, images), 1, std::max<int64_t>(chunks, 1));
   return {cg.pixels, cg.frames, chunks, blocks_per_image, cg.interleaved ? 1 : cg.pixels,
-          cg.interleaved ? cg.channels : 1};
+          cg.interleaved ? cg.channels : 1, in.image, in.channel};
 }
 
 int64_t block_count(const ColorGeometry& cg, const Geometry& g, const char* op) {
@@ -261,8 +305,11 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
                  std::optional<c10::ArrayRef<double>> mean,
                  std::optional<c10::ArrayRef<double>> stddev) {
   const c10::cuda::CUDAGuard device_guard(image.device());
-  const at::Tensor in = color_dense_image(image);
+  const bool dense = color_is_planar(image) || color_is_interleaved(image);
+  const std::optional<InputSteps> strided = dense ? std::nullopt : plane_steps(image);
+  const at::Tensor in = dense || strided ? image : image.contiguous();
   const ColorGeometry cg = color_geometry(in);
+  const InputSteps steps = strided.value_or(dense_steps(cg));
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   photometric_dispatch(in.scalar_type(), out.scalar_type(), [&](auto in_tag, auto out_tag) {
     using T = typename decltype(in_tag)::type;
@@ -274,7 +321,8 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     const T* src = in.const_data_ptr<T>();
     out_t* dst = out.mutable_data_ptr<out_t>();
     const auto aligned_runs = [&](int pixels) {
-      return cg.pixels % pixels == 0 && aligned(src, sizeof(T) * pixels) &&
+      return cg.pixels % pixels == 0 && steps.image % pixels == 0 &&
+             steps.channel % pixels == 0 && aligned(src, sizeof(T) * pixels) &&
              aligned(dst, sizeof(out_t) * pixels);
     };
     // uint8 images whose planes are not 8-byte aligned take runs of 4 pixels
@@ -312,7 +360,7 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         const int per_sm = resident_blocks_per_sm(kernel, static_cast<int>(threads), bytes);
         if (!resident_fills_gpu(images * split, per_sm)) return false;
         launch_clustered(kernel, hopper_here, images * split, threads, bytes, split, stream, src,
-                         dst, kernel_geometry(cg, V), program, rows, o, split);
+                         dst, kernel_geometry(cg, V, steps), program, rows, o, split);
         return true;
       };
       if constexpr (kIsU8<T> && kVectorized) {
@@ -322,14 +370,16 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         if (resident(std::false_type{})) return;
       }
       at::Tensor staged, counts, tables;
-      if (program.reduction) staged = at::empty_like(in);  // the pixels at the reduction step
+      if (program.reduction) {  // the pixels at the reduction step, dense
+        staged = strided ? at::empty(in.sizes(), in.options()) : at::empty_like(in);
+      }
       if (equalize) {
         counts = at::zeros({images, 3, kBins}, in.options().dtype(at::kLong));
         tables = at::empty({images, 3, kBins}, in.options().dtype(at::kByte));
       }
       const auto launch = [&](auto width) {
         constexpr int W = decltype(width)::value;
-        const Geometry g = kernel_geometry(cg, W);
+        const Geometry g = kernel_geometry(cg, W, steps);
         const int64_t blocks = block_count(cg, g, "gpuaug::photometric");
         at::Tensor partials;
         if (program.reduction && !equalize) {
@@ -377,7 +427,7 @@ void photometric_backward(const at::Tensor& grad_image, const at::Tensor& grad,
     using T = scalar_t;
     using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
     constexpr int V = kVec<T>;
-    const Geometry g = kernel_geometry(cg, V);
+    const Geometry g = kernel_geometry(cg, V, dense_steps(cg));
     const Rows<P> rows = photometric_rows<P>(factors, order, apply);
     const Output<P> scale = photometric_grad_scale<P>(stddev);
     const T* src = in.const_data_ptr<T>();

@@ -22,7 +22,10 @@ struct Geometry {
   int64_t frames;            // images per sample
   int64_t chunks;            // per image: kThreads * V pixels each
   int64_t blocks_per_image;  // every kernel's; block b of an image takes chunks b, b + this, ...
-  int64_t channel_step, pixel_step;
+  int64_t channel_step, pixel_step;  // the output's, and the buffers' the kernels allocate
+  // The input's: its images and, planar, its planes may lie apart at any stride (a channel
+  // slice, a plane expanded to three channels: stride 0), each plane's pixels consecutive.
+  int64_t in_image_step, in_channel_step;
 };
 
 // Pixels per thread: 16-byte accesses for 2-byte and wider types. uint8 takes 8 (8-byte copies
@@ -93,8 +96,8 @@ struct Runs {
   // The channel and pixel of flat index f, flat's inverse.
   static __device__ __forceinline__ constexpr int channel(int f) { return Interleaved ? f % C : f / V; }
   static __device__ __forceinline__ constexpr int pixel(int f) { return Interleaved ? f / C : f % V; }
-  __device__ __forceinline__ int64_t offset(int64_t image_base, int64_t pixels, int64_t p0, int r) const {
-    return Interleaved ? image_base + p0 * C + r * V : image_base + r * pixels + p0;
+  __device__ __forceinline__ int64_t offset(int64_t image_base, int64_t plane_step, int64_t p0, int r) const {
+    return Interleaved ? image_base + p0 * C + r * V : image_base + r * plane_step + p0;
   }
 };
 
@@ -141,7 +144,7 @@ __device__ __forceinline__ Runs<T, C, V, Interleaved> fetch_runs(const T* in, co
     if (p0 < g.pixels) {
 #pragma unroll
       for (int k = 0; k < C; ++k) {
-        r.run[k] = read_run<T, V>(in + r.offset(image_base, g.pixels, p0, k));
+        r.run[k] = read_run<T, V>(in + r.offset(image_base, g.channel_step, p0, k));
       }
     }
     return r;
@@ -152,8 +155,8 @@ __device__ __forceinline__ Runs<T, C, V, Interleaved> fetch_runs(const T* in, co
 // past the image's end read as 0 and are not stored).
 template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
 __device__ __forceinline__ void unpack_pixels(const Runs<T, C, V, Interleaved>& r, const T* in,
-                                              const Geometry& g, int64_t image_base, int64_t p0,
-                                              P (&x)[V][3]) {
+                                              const Geometry& g, int64_t image_base,
+                                              int64_t channel_step, int64_t p0, P (&x)[V][3]) {
   if constexpr (Vectorized) {
 #pragma unroll
     for (int j = 0; j < V; ++j)
@@ -168,7 +171,7 @@ __device__ __forceinline__ void unpack_pixels(const Runs<T, C, V, Interleaved>& 
       const int64_t p = p0 + j;
 #pragma unroll
       for (int c = 0; c < C; ++c) {
-        x[j][c] = p < g.pixels ? load<P>(in[image_base + p * g.pixel_step + c * g.channel_step]) : P(0);
+        x[j][c] = p < g.pixels ? load<P>(in[image_base + p * g.pixel_step + c * channel_step]) : P(0);
       }
     }
   }
@@ -178,7 +181,8 @@ template <int C, typename T, typename P, int V, bool Vectorized, bool Interleave
 __device__ __forceinline__ void load_pixels(const T* in, const Geometry& g, int64_t image_base,
                                             int64_t p0, P (&x)[V][3]) {
   unpack_pixels<C, T, P, V, Vectorized, Interleaved>(
-      fetch_runs<C, T, V, Vectorized, Interleaved>(in, g, image_base, p0), in, g, image_base, p0, x);
+      fetch_runs<C, T, V, Vectorized, Interleaved>(in, g, image_base, p0), in, g, image_base,
+      g.channel_step, p0, x);
 }
 
 // A run stored as whole words (launch.cuh's chunks): a plain store of a 16-byte Vec comes out of
@@ -319,13 +323,13 @@ __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int6
 #pragma unroll
         for (int j = 0; j < V / 2; ++j) run.v[j] = convert<T, out_t>(x[half * (V / 2) + j][k], o, k);
         store_run<out_t, V / 2, Streaming>(
-            out + R().offset(image_base, g.pixels, p0 + half * kRunGap<V, true>, k), run);
+            out + R().offset(image_base, g.channel_step, p0 + half * kRunGap<V, true>, k), run);
       }
     }
   } else if constexpr (Vectorized && kIsU8<out_t> && std::is_same_v<P, float> && V % 4 == 0) {
 #pragma unroll
     for (int k = 0; k < C; ++k) {
-      auto* words = reinterpret_cast<uint32_t*>(out + R().offset(image_base, g.pixels, p0, k));
+      auto* words = reinterpret_cast<uint32_t*>(out + R().offset(image_base, g.channel_step, p0, k));
 #pragma unroll
       for (int w = 0; w < V / 4; ++w) {
         store_word<Streaming>(words + w, u8_word<T, C, V, Interleaved>(x, k, w));
@@ -339,7 +343,7 @@ __device__ __forceinline__ void store_pixels(out_t* out, const Geometry& g, int6
       for (int c = 0; c < C; ++c) r.at(c, j) = convert<T, out_t>(x[j][c], o, c);
 #pragma unroll
     for (int k = 0; k < C; ++k) {
-      store_run<out_t, V, Streaming>(out + r.offset(image_base, g.pixels, p0, k), r.run[k]);
+      store_run<out_t, V, Streaming>(out + r.offset(image_base, g.channel_step, p0, k), r.run[k]);
     }
   } else {
 #pragma unroll
@@ -371,13 +375,14 @@ __device__ __forceinline__ void for_each_chunk(const Geometry& g, F&& f) {
   }
 }
 
-// Calls f(p0, runs) for each of the block's chunks of image_base's image, runs the thread's
-// pixels there as fetch_runs loads them. Vectorized, each chunk's runs are copied into shared
+// Calls f(p0, runs) for each of the block's chunks of image_base's image (its planes
+// channel_step apart), runs the thread's pixels there as fetch_runs loads them. Vectorized, each chunk's runs are copied into shared
 // memory by cp.async while the thread computes the chunk before (ncu: a third of the element-wise
 // kernel's warps waited on their loads; a prefetch into registers spilled under its register cap).
 template <int C, typename T, int V, bool Vectorized, bool Interleaved, typename F>
 __device__ __forceinline__ void for_each_chunk_of(const T* in, const Geometry& g,
-                                                  int64_t image_base, F&& f) {
+                                                  int64_t image_base, int64_t channel_step,
+                                                  F&& f) {
   using R = Runs<T, C, V, Interleaved>;
   if constexpr (!Vectorized) {
     for_each_chunk<V>(g, [&](int64_t p0) { f(p0, R{}); });
@@ -390,7 +395,8 @@ __device__ __forceinline__ void for_each_chunk_of(const T* in, const Geometry& g
 #pragma unroll
         for (int k = 0; k < C; ++k) {
           __pipeline_memcpy_async(&staged_runs[buffer][k][threadIdx.x],
-                                  in + R().offset(image_base, g.pixels, p0, k), sizeof(Vec<T, V>));
+                                  in + R().offset(image_base, channel_step, p0, k),
+                                  sizeof(Vec<T, V>));
         }
       }
       __pipeline_commit();  // a group even when empty: wait_prior counts groups

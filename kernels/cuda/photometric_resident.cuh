@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   __shared__ int64_t histogram[3 * kBins];
   __shared__ uint8_t table[3 * kBins];
   const int64_t image = blockIdx.x / split;
-  const int64_t image_base = image * C * g.pixels;
+  const int64_t image_base = image * C * g.pixels, in_base = image * g.in_image_step;
   const int64_t part_pixels = ceil_div(g.pixels / V, int64_t{split}) * V;  // the plane's stride
   const int64_t begin = blockIdx.x % split * part_pixels;
   const int64_t pixels_here = ::min(part_pixels, g.pixels - begin);  // > 0: see the launch
@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
 #pragma unroll
       for (int k = 0; k < C; ++k) {
         __pipeline_memcpy_async(pixels + R().offset(0, part_pixels, q0, k),
-                                in + R().offset(image_base, g.pixels, begin + q0, k),
+                                in + R().offset(in_base, g.in_channel_step, begin + q0, k),
                                 sizeof(Vec<T, V>));
       }
     }
@@ -269,7 +269,8 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   const auto finish_pixels = [&](int64_t q0, int first_step) {
     P x[V][3];
     unpack_pixels<C, T, P, V, true, Interleaved>(
-        resident_runs<C, T, V, Interleaved, Halves>(pixels, part_pixels, q0), pixels, g, 0, q0, x);
+        resident_runs<C, T, V, Interleaved, Halves>(pixels, part_pixels, q0), pixels, g, 0,
+        part_pixels, q0, x);
     run_steps<C, T>(prog, first_step, prog.count, x, reduced);
     // streaming stores: 0.1072 -> 0.1060 ms (H100, ColorJitter u8 -> float32, whose 154 MB
     // output passes through L2 once). Interleaved, the warp stages them where its pixels were.
@@ -299,7 +300,8 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
     if (q0 >= pixels_here) continue;
     P x[V][3];
     unpack_pixels<C, T, P, V, true, Interleaved>(
-        resident_runs<C, T, V, Interleaved, Halves>(pixels, part_pixels, q0), pixels, g, 0, q0, x);
+        resident_runs<C, T, V, Interleaved, Halves>(pixels, part_pixels, q0), pixels, g, 0,
+        part_pixels, q0, x);
     run_steps<C, T>(prog, 0, prog.reduce_at, x, reduced);
     if (prog.reduce_at > 0) {  // kept in place for the steps after the reduction, as words
 #pragma unroll

@@ -6,6 +6,7 @@ Exits 1 on a wrong value, 2 when CUDA is not available (so a GPU job cannot pass
 `--device cpu` runs the same checks on the CPU kernels (to try the script without a GPU).
 """
 import argparse
+import itertools
 import sys
 
 import torch
@@ -214,6 +215,18 @@ def check_photometric(device):
     factors = torch.full([2, 1], 1.3)
     expect("photometric strided", ops.photometric(strided.to(device), [1], factors.to(device)),
            ops.photometric(strided, [1], factors))
+    # planes read in place at strides of their own: a channel slice, a plane expanded to three
+    # channels (stride 0) and a plane of a 3-channel batch, by the two-pass kernels and, two
+    # images an SM, the resident kernel; contrast (its statistics), equalize (its histograms)
+    for n, h, w in [(4, 16, 32), (2 * sms, 144, 160)]:
+        wide = torch.randint(0, 256, (n, 4, h, w), generator=g, dtype=torch.uint8)
+        wide_here, f = wide.to(device), torch.rand(n, 2, generator=g) + 0.5
+        views = [lambda t: t[:, 1:], lambda t: t[:, :1].expand(n, 3, h, w), lambda t: t[:, 2:3]]
+        for view, st in itertools.product(views, ([1, 2], [1, 11])):
+            for out_dtype in (None, torch.float32):
+                expect(f"photometric {list(view(wide).stride())} {st} -> {out_dtype}",
+                       ops.photometric(view(wide_here), st, f.to(device), dtype=out_dtype),
+                       ops.photometric(view(wide), st, f, dtype=out_dtype))
     # no stages: the conversion alone, and its gradient
     x = torch.randint(0, 256, (3, 3, 7, 16), generator=g, dtype=torch.uint8)
     none, norm = torch.empty(0), {"mean": [0.5] * 3, "std": [0.25] * 3}

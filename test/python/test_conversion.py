@@ -1,5 +1,7 @@
 """Grayscale, ToDtype and Normalize: torchvision's transforms that draw nothing, alone against
 torchvision's, and as a Compose's output conversion in the same call of the op."""
+from unittest import mock
+
 import pytest
 import torch
 from gpuaug_testing import (DEVICES, IMAGE_DTYPES, assert_exported_draws, captured_replays,
@@ -117,9 +119,22 @@ def test_compose_ends_in_grayscale(channels_last, device):
              T.Normalize([0.5], [0.25])]
     reference = v2.Compose([v2.RandomInvert(1.0), v2.Grayscale(),
                             v2.ToDtype(torch.float32, scale=True), v2.Normalize([0.5], [0.25])])
-    out = T.Compose(steps)(image)
+    transform = T.Compose(steps)
+    calls = []
+    op = torch.ops.gpuaug.photometric
+
+    def recorded(image, *args, **kwargs):
+        calls.append((image.shape[-3], image.dtype, kwargs.get("dtype")))
+        return op(image, *args, **kwargs)
+
+    with mock.patch.object(torch.ops.gpuaug, "photometric", recorded):
+        out = transform(image)
+        replayed = transform(image, transform.sample_params(image))
     assert out.shape == (4, 1, 10, 12)
     assert_close_to(out, reference(image.cpu()), 1e-5)
+    assert torch.equal(replayed, out)
+    # the grayscale in uint8, then its first plane alone converted, fresh and replayed
+    assert calls == 2 * [(3, torch.uint8, None), (1, torch.uint8, torch.float32)]
 
 
 @pytest.mark.parametrize("device", DEVICES)

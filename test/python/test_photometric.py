@@ -414,6 +414,89 @@ def test_layouts(name, layout, dtype, device):
     assert_matches_torchvision(out, expected, dtype, differentiable_chain=False)
 
 
+def strided_planes(layout, shape, dtype, device):
+    """A [N, C, H, W] image (shape) whose planes, and images, lie at strides of their own, each
+    plane's pixels one after the other: the op reads them in place."""
+    n, c, h, w = shape
+    if layout == "channel slice":  # RGBA's first three channels
+        return make_image([n, c + 1, h, w], dtype, device, seed=3)[:, :c]
+    if layout == "plane of three":  # a plane of a 3-channel batch
+        return make_image([n, 3, h, w], dtype, device, seed=3)[:, 1:2]
+    if layout == "expanded plane":  # one plane as three channels, stride 0
+        return make_image([n, 1, h, w], dtype, device, seed=3).expand(n, c, h, w)
+    if layout == "expanded sample":  # one image for every sample, stride 0
+        return make_image([1, c, h, w], dtype, device, seed=3).expand(n, c, h, w)
+    if layout == "channels first":  # [C, N, H, W] transposed
+        return make_image([c, n, h, w], dtype, device, seed=3).transpose(0, 1)
+    assert layout == "one channel"
+    return make_image([n, 1, h, w], dtype, device, seed=3)
+
+
+PLANE_LAYOUTS = ["channel slice", "plane of three", "expanded plane", "expanded sample",
+                 "channels first", "one channel"]
+
+
+def strided_plane_transforms():
+    return {"ColorJitter": T.ColorJitter(0.4, 0.4, 0.4, 0.1),  # contrast: a reduction pass
+            "RandomEqualize": T.Compose([T.ColorJitter(0.4, 0, 0.4, 0.1), T.RandomEqualize(0.8)]),
+            "one pass": T.Compose([T.ColorJitter(0.4, 0, 0.4, 0.1), T.RandomInvert()])}
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("size", [(16, 24), (6, 10), (7, 9)])  # runs of 8, 4; element by element
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("layout", PLANE_LAYOUTS + ["video channel slice"])
+@pytest.mark.parametrize("name", list(strided_plane_transforms()))
+def test_planes_at_strides_of_their_own(name, layout, dtype, size, device):
+    """An image whose planes lie apart at any stride (a channel slice, a plane expanded to three
+    channels) is read in place, with the values of its copy: torchvision's."""
+    if layout == "video channel slice":  # [N, T, C, H, W]: images n T + t at one stride
+        image = make_image([2, 3, 4, *size], dtype, device, seed=5)[:, :, 1:]
+    else:
+        image = strided_planes(layout, [4, 3, *size], dtype, device)
+    transform = strided_plane_transforms()[name]
+    params = transform.sample_params(image)
+    out = transform(image, params)
+    assert torch.equal(out, transform(image.contiguous(), params))
+    expected = torchvision_batch(image, transform.stages, params)
+    assert_matches_torchvision(out, expected, dtype, differentiable_chain=False)
+    normalized = T.Compose([transform], dtype=torch.float64, mean=[0.5], std=[0.25])
+    if dtype == torch.uint8:  # to float64: torchvision's arithmetic, the same values
+        assert torch.equal(normalized(image, params), normalized(image.contiguous(), params))
+
+
+@requires_torchvision
+@requires_cuda
+@pytest.mark.parametrize("out_dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("layout", PLANE_LAYOUTS)
+@pytest.mark.parametrize("name", ["ColorJitter", "RandomEqualize"])
+def test_resident_planes_at_strides_of_their_own(name, layout, out_dtype):
+    """Resident images (see test_resident_images) copy their planes from where they lie."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    image = strided_planes(layout, [4 * sms, 3, 144, 160], torch.uint8, "cuda")
+    transform = T.Compose([strided_plane_transforms()[name]],
+                          **({} if out_dtype == torch.uint8 else
+                             dict(dtype=out_dtype, mean=[0.5], std=[0.25])))
+    params = transform.sample_params(image)
+    dense = image.contiguous()
+    names = kernel_names(lambda: transform(image, params))
+    assert any("resident_transform" in k for k in names)
+    assert names == kernel_names(lambda: transform(dense, params))  # no copy first
+    out = transform(image, params)
+    assert torch.equal(out, transform(dense, params))
+    few = slice(0, 4)
+    expected = torchvision_batch(image[few], transform.stages,
+                                 {k: v[few] for k, v in params.items()})
+    if out_dtype == torch.uint8:
+        assert_matches_torchvision(out[few], expected, torch.uint8)
+    else:  # a uint8 value torchvision truncates differently moves the output by 1/255/std
+        diff = (out[few].cpu().double() - F.normalize(F.to_dtype(expected, out_dtype, scale=True),
+                                                      [0.5], [0.25]).double()).abs()
+        assert (diff > 1e-5).double().mean().item() < 1e-3
+        assert diff.max().item() <= 1 / 255 / 0.25 + 1e-5
+
+
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.float64])
