@@ -322,7 +322,7 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     out_t* dst = out.mutable_data_ptr<out_t>();
     const auto aligned_runs = [&](int pixels) {
       return cg.pixels % pixels == 0 && steps.image % pixels == 0 &&
-             steps.channel % pixels == 0 && aligned(src, sizeof(T) * pixels) &&
+             (cg.interleaved || steps.channel % pixels == 0) && aligned(src, sizeof(T) * pixels) &&
              aligned(dst, sizeof(out_t) * pixels);
     };
     // uint8 images whose planes are not 8-byte aligned take runs of 4 pixels
