@@ -376,9 +376,10 @@ __device__ __forceinline__ void for_each_chunk(const Geometry& g, F&& f) {
 }
 
 // Calls f(p0, runs) for each of the block's chunks of image_base's image (its planes
-// channel_step apart), runs the thread's pixels there as fetch_runs loads them. Vectorized, each chunk's runs are copied into shared
-// memory by cp.async while the thread computes the chunk before (ncu: a third of the element-wise
-// kernel's warps waited on their loads; a prefetch into registers spilled under its register cap).
+// channel_step apart), runs the thread's pixels there as fetch_runs loads them. Vectorized, each
+// chunk's runs are copied into shared memory by cp.async while the thread computes the chunk
+// before (ncu: a third of the element-wise kernel's warps waited on their loads; a prefetch into
+// registers spilled under its register cap).
 template <int C, typename T, int V, bool Vectorized, bool Interleaved, typename F>
 __device__ __forceinline__ void for_each_chunk_of(const T* in, const Geometry& g,
                                                   int64_t image_base, int64_t channel_step,
