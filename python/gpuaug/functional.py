@@ -12,7 +12,7 @@ from typing import List, Union
 
 import torch
 
-from .photo import _check_bits, _check_threshold, _samples, _three_channels
+from .photo import _channels, _check_bits, _check_threshold, _samples, _three_channels
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
            "rgb_to_grayscale", "solarize", "posterize", "invert", "autocontrast", "equalize",
@@ -49,7 +49,7 @@ def rgb_to_grayscale(image: torch.Tensor, num_output_channels: int = 1) -> torch
     1-channel image: its plane repeated, as torchvision's)."""
     if num_output_channels not in (1, 3):
         raise ValueError(f"num_output_channels must be 1 or 3, got {num_output_channels}.")
-    if num_output_channels == 3 and image.shape[-3] == 1:
+    if num_output_channels == 3 and _channels(image, "gpuaug.functional.rgb_to_grayscale") == 1:
         return _three_channels(image)
     gray = _call(image, 5, _zero(image))  # Stage.GRAYSCALE
     if num_output_channels == 1:
@@ -95,7 +95,7 @@ def permute_channels(image: torch.Tensor,
     """torchvision's permute_channels: output channel c is input channel ``permutation[c]``.
     ``permutation``: a list, or integer tensors ``[C]`` or ``[N, C]`` (one per sample); a
     permutation of the channels (torchvision's indexing also takes repeats; the op does not)."""
-    channels = image.shape[-3]
+    channels = _channels(image, "gpuaug.functional.permute_channels")
     if isinstance(permutation, torch.Tensor):
         if (permutation.is_floating_point() or permutation.dim() not in (1, 2)
                 or permutation.shape[-1] != channels):

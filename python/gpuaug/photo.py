@@ -96,11 +96,21 @@ def photometric(image: torch.Tensor, stages: List[int], factors: torch.Tensor, *
                                         factor_ranges=factor_ranges)
 
 
-def _samples(image: torch.Tensor) -> int:
+def _check_shape(image: torch.Tensor, owner: str = "gpuaug.transforms") -> None:
     if image.dim() < 3 or image.dim() > 5:
-        raise ValueError("gpuaug.transforms: expected an image of shape [C, H, W], [N, C, H, W] "
-                         f"or [N, T, C, H, W], got {list(image.shape)}")
+        raise ValueError(f"{owner}: expected an image of shape [C, H, W], [N, C, H, W] or "
+                         f"[N, T, C, H, W], got {list(image.shape)}")
+
+
+def _samples(image: torch.Tensor) -> int:
+    _check_shape(image)
     return 1 if image.dim() == 3 else image.shape[0]
+
+
+def _channels(image: torch.Tensor, owner: str = "gpuaug.transforms") -> int:
+    """The image's channels, once its shape is checked (an [H, W] image has no dimension -3)."""
+    _check_shape(image, owner)
+    return image.shape[-3]
 
 
 def _uniform(name: str, value: Optional[object], center: float = 1.0,
@@ -445,7 +455,7 @@ class _Photometric(TorchvisionInputs, nn.Module):
                params: Optional[Dict[str, torch.Tensor]]) -> torch.Tensor:
         # a 1-channel image repeated to three channels before slot expand_slot (in the last
         # call where it is the end), if it still has one channel there: the call there split
-        expand = self.expand_slot if image.shape[-3] == 1 else -1
+        expand = self.expand_slot if _channels(image) == 1 else -1
         if params is None:  # the uniforms alone: the op draws each call's parameters of them
             self._check(image.dtype, image.shape[-3])
             u = self._prepared(self._uniforms(image))
@@ -561,7 +571,7 @@ class _Photometric(TorchvisionInputs, nn.Module):
 
     def sample_params(self, image: torch.Tensor) -> Dict[str, torch.Tensor]:
         """This transform's draws for ``image``: ``factors``, ``order`` and ``apply``."""
-        self._check(image.dtype, image.shape[-3])
+        self._check(image.dtype, _channels(image))
         return self._params_from(self._prepared(self._uniforms(image)), image)
 
     def _uniforms(self, image: torch.Tensor) -> torch.Tensor:

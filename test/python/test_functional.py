@@ -169,6 +169,12 @@ def test_errors():
         GF.posterize(image, 9)
     with pytest.raises(ValueError, match="num_output_channels must be 1 or 3, got 2."):
         GF.rgb_to_grayscale(image, num_output_channels=2)
+    for name, call in (("rgb_to_grayscale", lambda x: GF.rgb_to_grayscale(x, 3)),
+                       ("permute_channels", lambda x: GF.permute_channels(x, [2, 1, 0]))):
+        with pytest.raises(ValueError, match=rf"gpuaug.functional.{name}: expected an image of "
+                           r"shape \[C, H, W\], \[N, C, H, W\] or \[N, T, C, H, W\], "
+                           r"got \[4, 4\]"):
+            call(image[0, 0])
     with pytest.raises(ValueError, match="Length of permutation does not match number of "
                        r"channels: 2 != 3"):
         GF.permute_channels(image, [0, 1])

@@ -3,6 +3,7 @@
 import itertools
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -945,6 +946,34 @@ def test_jitter_ranges_as_torchvision():
         T.ColorJitter(hue=0.7)
     with pytest.raises(ValueError, match="must be non negative"):
         T.ColorJitter(brightness=-1)
+
+
+def test_image_shape_errors():
+    """An image without three dimensions, or past five, is refused by name before its channels
+    are read (an [H, W] image has no dimension -3), by every kind of transform, drawing or
+    replaying, scripted too."""
+    transforms = [T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomInvert(),
+                  T.RandomPhotometricDistort(), T.Grayscale(3), T.RGB(),
+                  T.ToDtype(torch.float32, scale=True),
+                  T.Normalize([0.5], [0.25]), T.RandomApply([T.RandomEqualize()]),
+                  T.RandomChoice([T.RandomSolarize(100.0), T.RandomPosterize(4)]),
+                  T.RandomOrder([T.RandomInvert(), T.ColorJitter(0.2)]),
+                  T.Compose([T.RandomAutocontrast(), T.RandomGrayscale()], dtype=torch.float32,
+                            mean=[0.5], std=[0.25])]
+    params = T.RandomInvert().sample_params(make_image([1, 3, 4, 4], torch.uint8, "cpu", seed=18))
+    for shape in ([4, 5], [5], [1, 1, 2, 3, 4, 5]):
+        image = torch.zeros(shape, dtype=torch.uint8)
+        message = re.escape("gpuaug.transforms: expected an image of shape [C, H, W], "
+                            f"[N, C, H, W] or [N, T, C, H, W], got {shape}")
+        for t in transforms:
+            with pytest.raises(ValueError, match=message):
+                t(image)
+            with pytest.raises(ValueError, match=message):
+                t.sample_params(image)
+        with pytest.raises(ValueError, match=message):
+            T.RandomInvert()(image, params)
+        with pytest.raises(torch.jit.Error, match=message):
+            torch.jit.script(T.ColorJitter(0.4))(image)
 
 
 @pytest.mark.parametrize("device", DEVICES)
