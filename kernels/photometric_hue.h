@@ -256,12 +256,13 @@ C10_HOST_DEVICE inline void hue_shift_run(P (&x)[V][3], P hue) {
 // largest and smallest are taken, and compared, unscaled (scaling by 1/255 keeps the values'
 // order and equalities), and the divisions are hue_shift's with one refined reciprocal per
 // divisor.
+// high and low are the pixel's largest and smallest values, red and green whether the largest is
+// r, or g and not r, as hue_shift_u8 found them: recomputed here, they cost its quick path a
+// compare more a pixel (sm_90 SASS: nvcc hoisted them there for this path).
 template <typename P>
-C10_HOST_DEVICE inline void hue_shift_u8_exact(P (&x)[3], P hue) {
+C10_HOST_DEVICE inline void hue_shift_u8_exact(P (&x)[3], P hue, P high, P low, bool red,
+                                               bool green) {
   constexpr P kScale = P(1.0 / 255.0);
-  const P high = max_of(max_of(x[0], x[1]), x[2]);
-  const P low = min_of(min_of(x[0], x[1]), x[2]);
-  const bool red = high == x[0], green = !red && high == x[1];
   const P first = red ? x[2] : (green ? x[0] : x[1]);
   const P second = red ? x[1] : (green ? x[2] : x[0]);
   const P offset = red ? P(0) : (green ? P(2) : P(4));
@@ -295,6 +296,32 @@ C10_HOST_DEVICE constexpr unsigned sector_bits(unsigned sectors) {
   return bits;
 }
 
+// hue_shift_u8's middle value: trunc(m 255.999 / 255) of its unscaled value m (0 below 1), and
+// whether that product lies within about 5e-4 of an integer other than 0 (`near`), where
+// torchvision's float path may truncate it differently.
+template <typename P>
+C10_HOST_DEVICE inline P scaled_middle(P m, bool& near) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) {
+    // y = 256 + m 255.999 / 255 + 2^-11, rounded toward zero to its unit 2^-15 and at least
+    // 256.5: its bits hold the integer part (bits 15-22) and the fraction (bits 0-14) at once,
+    // and the product lies within 2^-11 (4.9e-4) of an integer exactly where y's fraction is
+    // below 2^-10 (bits 5-14 clear; 256.5 keeps products below 1 from counting as near 0).
+    // Not near, floor(y - 256) is the product's floor. Four instructions, where scaling,
+    // truncating and testing the fraction took eight (sm_90 SASS).
+    constexpr float kScale = static_cast<float>(255.999 / 255.0);
+    const float y = fmaxf(__fmaf_rz(m, kScale, 256.00048828125f), 256.5f);  // 256 + 2^-11
+    near = (__float_as_uint(y) & 0x7FE0u) == 0;
+    return __fadd_rz(y, 8388608.0f - 256.0f) - 8388608.0f;
+  }
+#endif
+  const P scaled = max_of(m, P(0)) * P(255.999 / 255.0);
+  const P middle = trunc_small(scaled);
+  // within 5e-4 of an integer: fraction < 5e-4 or > 1 - 5e-4, as one compare of a magnitude
+  near = scaled > P(0.5) && std::fabs((scaled - middle) - P(0.5)) > P(0.5 - 5e-4);
+  return middle;
+}
+
 // adjust_hue of one uint8 pixel (values 0..255; hue6 = 6 hue), with torchvision's results, in
 // the pixel's own units. Its result takes the largest value H where _hsv_to_rgb gives v, the
 // smallest L where it gives p, and q = H - D f or t = L + D f (D = H - L, f the fraction of the
@@ -305,10 +332,11 @@ C10_HOST_DEVICE constexpr unsigned sector_bits(unsigned sectors) {
 // side and truncates alike (the GPU's approximate reciprocal gives the CPU's results).
 // torchvision's float path carries errors of up to about 2e-4 of a unit (all 2^24 colours, 16
 // factors: falling back within 1e-4 of an integer left differences, within 2e-4 none): where
-// the scaled value is within 5e-4 of an integer (other than 0), about 0.1% of pixels,
-// hue_shift_u8_exact takes torchvision's path instead (H100, ColorJitter u8 -> float32, the op
-// alone: 0.1022-0.1027 ms, against 0.0963-0.0965 without it, which left uint8 values up to 3
-// off; an earlier build took 0.114 ms with it and 0.127 with torchvision's path everywhere).
+// the scaled value is within 5e-4 of an integer (other than 0; on the GPU within 2^-11, 4.9e-4:
+// scaled_middle), about 0.1% of pixels, hue_shift_u8_exact takes torchvision's path instead
+// (H100, ColorJitter u8 -> float32, the op alone: 0.1022-0.1027 ms, against 0.0963-0.0965
+// without it, which left uint8 values up to 3 off; an earlier build took 0.114 ms with it and
+// 0.127 with torchvision's path everywhere).
 // Most of that is the test and its branch around every pixel, not the rare exact path (ncu:
 // 2.9 of the 3.7 million warp instructions it adds), so deferring the exact pixels gains nothing.
 // kDeferExact: a pixel near an integer takes the quick path's result too, and false is returned
@@ -344,13 +372,10 @@ C10_HOST_DEVICE inline bool hue_shift_u8(P (&x)[3], P hue, P hue6) {
   const P part = std::fma(hue6 + ((offset + kBias) - sector_biased), range, n);  // D f, exact sum
   const unsigned sector = 1u << sector8;  // one bit: its tests each take one instruction
   const P middle_unscaled = sector & 0xAAAAAAAAu ? high - part : low + part;  // odd: q, else t
-  const P scaled = max_of(middle_unscaled, P(0)) * P(255.999 / 255.0);
-  const P middle = trunc_small(scaled);
-  // within 5e-4 of an integer: fraction < 5e-4 or > 1 - 5e-4, as one compare of a magnitude
-  const bool near_integer =
-      scaled > P(0.5) && std::fabs((scaled - middle) - P(0.5)) > P(0.5 - 5e-4);
+  bool near_integer;
+  const P middle = scaled_middle(middle_unscaled, near_integer);
   if (!kDeferExact && near_integer) {
-    hue_shift_u8_exact(x, hue);
+    hue_shift_u8_exact(x, hue, high, low, red, green);
     return true;
   }
   // v in r's sectors 5 and 0, g's 1 and 2, b's 3 and 4; p in r's 2 and 3, g's 4 and 5, b's 0 and 1

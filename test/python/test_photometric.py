@@ -710,6 +710,21 @@ def test_compose_fresh_draws_replay(jitter, device):
 
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_solarize_nan_threshold(device, dtype):
+    """A NaN threshold leaves the image as it is, as torchvision's comparison does, whichever
+    device draws and checks the factors."""
+    image = make_image([3, 3, 5, 6], dtype, device, seed=4)
+    nan = float("nan")
+    expected = F.solarize(image[0].cpu(), nan)
+    assert torch.equal(expected, image[0].cpu())
+    assert torch.equal(T.RandomSolarize(nan, p=1.0)(image), image)
+    out = gpuaug.photometric(image, [Stage.SOLARIZE], torch.full([3, 1], nan, device=device))
+    assert torch.equal(out, image)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
 def test_jitter_program_without_disabled(device):
     """A disabled adjustment is left out of the program fresh draws run and a Compose takes: no
     contrast, no reduction pass (a Compose with autocontrast after it is one call); sample_params
