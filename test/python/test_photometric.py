@@ -710,7 +710,7 @@ def test_compose_fresh_draws_replay(jitter, device):
 
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+@pytest.mark.parametrize("dtype", IMAGE_DTYPES)
 def test_solarize_nan_threshold(device, dtype):
     """A NaN threshold leaves the image as it is, as torchvision's comparison does, whichever
     device draws and checks the factors."""
