@@ -123,6 +123,26 @@ C10_HOST_DEVICE inline void color_augment(P (&x)[V][3], const Step<P>& s) {
   }
 }
 
+// equalize on the CPU: the bins, the lookups and the values in loops of their own, so that GCC
+// vectorises the two around the lookups (in one loop, float16's scalings stayed scalar: a lone
+// RandomEqualize of 32x3x224x224 float16 on one thread took 65 ms, torchvision 21).
+template <int C, typename T, typename P, int V>
+inline void equalize_run(P (&x)[V][3], const Reduced<P>& r) {
+  int values[V][3];
+  for (int j = 0; j < V; ++j)
+    for (int c = 0; c < C; ++c) values[j][c] = equalize_bin<T>(x[j][c]);
+  for (int j = 0; j < V; ++j)
+    for (int c = 0; c < C; ++c) values[j][c] = r.table[c * kBins + values[j][c]];
+  for (int j = 0; j < V; ++j)
+    for (int c = 0; c < C; ++c) {
+      if constexpr (kIsU8<T>) {
+        x[j][c] = from_small_int<P>(values[j][c]);
+      } else {
+        x[j][c] = rounded<T>(static_cast<P>(values[j][c]) * P(1.0 / 255.0));
+      }
+    }
+}
+
 // One stage on V pixels of C (1 or 3) channels: the stage's branch once, then its loop. `r`
 // holds the image's statistics at its reduction step (contrast's and autocontrast's).
 template <int C, typename T, typename P, int V>
@@ -262,6 +282,9 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
       break;
     case kEqualize:
       // through uint8 (floating images: to_dtype and back, scaled) and the channel's table
+#ifndef __CUDA_ARCH__
+      equalize_run<C, T>(x, r);
+#else
       GPUAUG_PHOTO_UNROLL
       for (int j = 0; j < V; ++j)
         GPUAUG_PHOTO_UNROLL
@@ -273,6 +296,7 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
             x[j][c] = rounded<T>(static_cast<P>(equalized) * P(1.0 / 255.0));
           }
         }
+#endif
       break;
     case kColorAugment:
       color_augment<C, T>(x, s);

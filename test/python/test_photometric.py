@@ -549,6 +549,35 @@ def test_steps_alike_for_every_channel(mean, std, channels_last, channels, dtype
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("mean, std", [(None, None), ([0.4, 0.5, 0.4], [0.3, 0.3, 0.2])])
+def test_steps_apart_per_channel(mean, std, channels_last, dtype, device):
+    """Floating images through steps that map each channel apart with statistics of their own
+    (autocontrast, equalize) beside steps alike for every channel, which the CPU takes planar
+    images' planes as runs of values with each plane's statistics and normalisation. 61x70
+    pixels: more than one task (4096 pixels) an image, the last in part."""
+    image = make_image([3, 3, 61, 70], dtype, device, seed=5)
+    # each channel its own range, so that autocontrast's statistics differ between channels
+    image = (image * torch.tensor([1.0, 0.5, 0.3]).view(3, 1, 1).to(image)
+             + torch.tensor([0.0, 0.25, 0.6]).view(3, 1, 1).to(image))
+    if channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
+    transform = T.Compose([T.RandomAutocontrast(0.8), T.RandomInvert(), T.RandomEqualize(0.8),
+                           T.RandomSolarize(0.6)], mean=mean, std=std)
+    torch.manual_seed(5)
+    params = transform.sample_params(image)
+    out = transform(image, params)
+    expected = torchvision_batch(image, transform.stages, params)
+    if mean is not None:
+        column = {"dtype": torch.float64}
+        expected = ((expected.double() - torch.tensor(mean, **column).view(-1, 1, 1))
+                    / torch.tensor(std, **column).view(-1, 1, 1)).to(dtype)
+    assert_matches_torchvision(out, expected, dtype, differentiable_chain=False)
+
+
+@requires_torchvision
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 def test_float_to_uint8(dtype, device):
     """to_dtype(uint8, scale=True): x * 255.999 in the image's dtype, truncated; where bfloat16's
     product rounds to 256, torchvision's cast wraps to 0 and gpuaug saturates at 255."""
