@@ -150,6 +150,19 @@ def _check_bits(bits: Union[int, float]) -> None:
                         "instead.")
 
 
+def _check_generator(owner: str, generator: Optional[torch.Generator],
+                    image: torch.Tensor) -> None:
+    """A generator of the device type of the image, whose device makes the draws (eager Python:
+    TorchScript has no Generator.device). torch.rand's own message names neither the transform
+    nor its argument; meta images take any generator, as torch.rand does."""
+    if (generator is not None and image.device.type != "meta"
+            and generator.device.type != image.device.type):
+        raise ValueError(
+            f"gpuaug.transforms.{owner}: generator is a {generator.device.type} generator and "
+            f"the image is on {image.device}; the draws are made on the image's device, so give "
+            f"a torch.Generator({image.device.type!r}) or none")
+
+
 def _rand(shape: List[int], image: torch.Tensor,
           generator: Optional[torch.Generator]) -> torch.Tensor:
     if generator is None:  # rand(generator=None) does not trace with symbolic sizes
@@ -575,6 +588,8 @@ class _Photometric(TorchvisionInputs, nn.Module):
         return self._params_from(self._prepared(self._uniforms(image)), image)
 
     def _uniforms(self, image: torch.Tensor) -> torch.Tensor:
+        if not torch.jit.is_scripting():
+            _check_generator(type(self).__name__, self.generator, image)
         return _rand([_samples(image), self.uniforms], image, self.generator)
 
     def _own_generators(self) -> bool:

@@ -10,7 +10,8 @@ from .conversion import RGB, Grayscale, Normalize, ToDtype
 from .from_torchvision import from_torchvision
 from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
                     RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
-                    RandomPosterize, RandomSolarize, _check_params, _conversion_arguments)
+                    RandomPosterize, RandomSolarize, _check_generator, _check_params,
+                    _conversion_arguments)
 from .random_apply import RandomApply
 from .random_choice import RandomChoice
 from .random_order import RandomOrder
@@ -115,6 +116,8 @@ class ColorAugment(TorchvisionInputs, nn.Module):
         n = 1 if image.dim() == 3 else image.shape[0]
         # One draw for everything: C colour gains, brightness, contrast, gamma, apply.
         generator = self.generator
+        if not torch.jit.is_scripting():
+            _check_generator("ColorAugment", generator, image)
         if generator is None:  # rand(generator=None) does not trace with symbolic sizes
             u = torch.rand([n, channels + 4], device=image.device)
         else:

@@ -610,6 +610,36 @@ def test_per_sample_draws(device):
     assert 0.35 < rate < 0.65
 
 
+class _CudaGenerator:
+    """Stands in for a CUDA generator where there is no GPU: the check reads its device alone."""
+    device = torch.device("cuda")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_generator_of_another_device(device):
+    """A generator of another device type than the image's: the transform's own message, before
+    torch.rand's (which names neither); meta images take any generator, as torch.rand does; and
+    the check stays out of TorchScript, which has no Generator.device."""
+    image = make_image([2, 3, 4, 4], torch.uint8, device, seed=1)
+    other = torch.Generator() if device == "cuda" else _CudaGenerator()
+    other_type = "cpu" if device == "cuda" else "cuda"
+    inner = T.RandomInvert()
+    transforms = {"ColorJitter": T.ColorJitter(0.4),
+                  "RandomApply": T.RandomApply([T.RandomInvert()]),
+                  "RandomInvert": T.Compose([inner]),  # a Compose's transform, its own generator
+                  "ColorAugment": T.ColorAugment()}
+    for name, transform in transforms.items():
+        (inner if name == "RandomInvert" else transform).generator = other
+        message = rf"gpuaug.transforms.{name}: generator is a {other_type} generator and the image"
+        with pytest.raises(ValueError, match=rf"{message} is on {device}"):
+            transform(image)
+    meta = torch.empty([2, 3, 4, 4], dtype=torch.uint8, device="meta")
+    params = T.ColorJitter(0.4, generator=torch.Generator()).sample_params(meta)
+    assert params["factors"].device.type == "meta"
+    scripted = torch.jit.script(T.ColorJitter(0.4, generator=torch.Generator(device=device)))
+    assert scripted(image).shape == image.shape
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_compose_draws(device):
     """A Compose draws its transforms' uniforms in one call, unless they have generators of their
