@@ -108,10 +108,15 @@ struct Runs {
 // (one for all), so that its selector stays an immediate: as its second word, ptxas made 2^23 the
 // immediate and moved each selector into a register, a move per byte (0.1102 ms against 0.1095).
 // (A byte cast of the shifted word takes nvcc through 16-bit halves.)
+template <int V>
+__device__ __forceinline__ float biased_element(const Run<uint8_t, V>& run, int j) {
+  return __uint_as_float(__byte_perm(0x4B000000u, run.u32[j / 4], 0x3004u + j % 4));
+}
+
 template <typename P, typename T, int V>
 __device__ __forceinline__ P load_element(const Run<T, V>& run, int j) {
   if constexpr (std::is_same_v<T, uint8_t> && std::is_same_v<P, float> && V % 4 == 0) {
-    return __uint_as_float(__byte_perm(0x4B000000u, run.u32[j / 4], 0x3004u + j % 4)) - 8388608.0f;
+    return biased_element<V>(run, j) - 8388608.0f;
   }
   return load<P>(run.v[j]);
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/overlapped_launch.cuh"
@@ -196,6 +197,40 @@ __device__ __forceinline__ void combine_cluster_counts(const unsigned int* block
 #endif
 }
 
+// Whether contrast step s may take its values as their bits, 2^23 + v (contrast_of_bits): its
+// factor a is finite, and 2^23 a too.
+template <typename P>
+__device__ __forceinline__ bool contrast_from_bits(const Step<P>& s) {
+  return s.kind == kContrast && fabsf(s.a) <= 0x1p100f;
+}
+
+// Contrast on pixels just read (the element-wise pass's first step, where the reduction is
+// contrast): each value's product v a from its bits 2^23 + v by one multiply-add with -2^23 a,
+// whose exact sum is v a, rounded once as v * a is, instead of a subtraction of 2^23 and a
+// multiply (sm_90: three instructions a pixel fewer), then _blend's sum with the mean as
+// apply_step's.
+template <int C, typename R, typename P, int V>
+__device__ __forceinline__ void contrast_of_bits(const R& runs, const Step<P>& s, P mean,
+                                                 P (&x)[V][3]) {
+  const float unbias = -8388608.0f * s.a;  // exact: a power of two times a finite a
+  const auto blend = [&](auto in_range) {
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const int f = runs.flat(c, j);
+        const float product = __fmaf_rn(biased_element<V>(runs.run[f / V], f % V), s.a, unbias);
+        const float sum = __fmaf_rn(mean, s.b, product);
+        x[j][c] = decltype(in_range)::value ? trunc_small(sum) : saturated_u8(sum);
+      }
+  };
+  if (s.unit) {
+    blend(std::true_type{});
+  } else {
+    blend(std::false_type{});
+  }
+}
+
 // A block of `split` (a cluster of them where split > 1, Hopper and newer) takes an equal part
 // of its image's runs, blockIdx.x % split the part: parts of half an image let two blocks share
 // an SM, so that one computes while the other waits on its barrier or its stores. `program` and
@@ -266,12 +301,16 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
   __syncthreads();
   __pipeline_wait_prior(0);  // its first chunk; then its others, in order (wait_for_chunk)
   for (int64_t chunk = 1; chunk < chunks; ++chunk) copy_chunk(chunk);
-  const auto finish_pixels = [&](int64_t q0, int first_step) {
+  // bits_contrast: the first step is contrast, taken from the values' bits (contrast_of_bits)
+  const auto finish_pixels = [&](int64_t q0, int first_step, bool bits_contrast) {
     P x[V][3];
-    unpack_pixels<C, T, P, V, true, Interleaved>(
-        resident_runs<C, T, V, Interleaved, Halves>(pixels, part_pixels, q0), pixels, g, 0,
-        part_pixels, q0, x);
-    run_steps<C, T>(prog, first_step, prog.count, x, reduced);
+    const R runs = resident_runs<C, T, V, Interleaved, Halves>(pixels, part_pixels, q0);
+    if (bits_contrast) {
+      contrast_of_bits<C>(runs, prog.steps[first_step], reduced.mean, x);
+    } else {
+      unpack_pixels<C, T, P, V, true, Interleaved>(runs, pixels, g, 0, part_pixels, q0, x);
+    }
+    run_steps<C, T>(prog, first_step + bits_contrast, prog.count, x, reduced);
     // streaming stores: 0.1072 -> 0.1060 ms (H100, ColorJitter u8 -> float32, whose 154 MB
     // output passes through L2 once). Interleaved, the warp stages them where its pixels were.
     constexpr int kStep = kLanePixels<V, Interleaved, Halves>;
@@ -283,7 +322,7 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       wait_for_chunk(chunks - 1 - chunk);
       lane_copies_landed();
-      if (first_pixel(chunk) < pixels_here) finish_pixels(first_pixel(chunk), 0);
+      if (first_pixel(chunk) < pixels_here) finish_pixels(first_pixel(chunk), 0, false);
     }
     return;
   }
@@ -375,8 +414,11 @@ __global__ void __launch_bounds__(kResidentThreads, 1)
     if (threadIdx.x == 0) reduced = finish_reduction<T, P>(kind, totals, g.pixels);
   }
   __syncthreads();
+  const bool bits_contrast = contrast_from_bits(prog.steps[prog.reduce_at]);
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    if (first_pixel(chunk) < pixels_here) finish_pixels(first_pixel(chunk), prog.reduce_at);
+    if (first_pixel(chunk) < pixels_here) {
+      finish_pixels(first_pixel(chunk), prog.reduce_at, bits_contrast);
+    }
   }
 }
 
