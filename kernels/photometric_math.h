@@ -143,63 +143,20 @@ inline void equalize_run(P (&x)[V][3], const Reduced<P>& r) {
     }
 }
 
-// One stage on V pixels of C (1 or 3) channels: the stage's branch once, then its loop. `r`
-// holds the image's statistics at its reduction step (contrast's and autocontrast's).
+// Whether a stage kind is one of ColorJitter's and RandomPhotometricDistort's, apply_step's own
+// cases (the others are apply_other_step's). A program of those kinds alone, contrast its
+// reduction, runs on the GPU in the resident kernel built for them (JitterKinds), whose loop
+// leaves the other steps' code out.
+C10_HOST_DEVICE inline bool is_jitter_kind(int kind) {
+  return kind == kBrightness || kind == kContrast || kind == kSaturation || kind == kHue ||
+         kind == kPermuteChannels;
+}
+
+// apply_step of the kinds that are not jitter kinds.
 template <int C, typename T, typename P, int V>
-C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Reduced<P>& r) {
+C10_HOST_DEVICE inline void apply_other_step(const Step<P>& s, P (&x)[V][3], const Reduced<P>& r) {
   constexpr P kBound = kIsU8<T> ? P(255) : P(1);
   switch (s.kind) {
-    case kBrightness:
-      if constexpr (kIsU8<T>) {
-        const P a = s.b;
-        if (s.unit) {
-          GPUAUG_PHOTO_UNROLL
-          for (int j = 0; j < V; ++j)
-            GPUAUG_PHOTO_UNROLL
-            for (int c = 0; c < C; ++c) x[j][c] = trunc_small(x[j][c] * a);
-        } else {
-          GPUAUG_PHOTO_UNROLL
-          for (int j = 0; j < V; ++j)
-            GPUAUG_PHOTO_UNROLL
-            for (int c = 0; c < C; ++c) x[j][c] = saturated_u8(x[j][c] * a);
-        }
-      } else {
-        GPUAUG_PHOTO_UNROLL
-        for (int j = 0; j < V; ++j)
-          GPUAUG_PHOTO_UNROLL
-          for (int c = 0; c < C; ++c) x[j][c] = stored<T>(clamp_result<T>(rounded<T>(x[j][c] * s.a), kBound));
-      }
-      break;
-    case kContrast:
-      if (kIsU8<T> && s.unit) {
-        blend_all<C, T, kIsU8<T>>(x, r.mean, s);
-      } else {
-        blend_all<C, T, false>(x, r.mean, s);
-      }
-      break;
-    case kSaturation:
-      if constexpr (C == 3) {
-        if (kIsU8<T> && s.unit) {
-          saturate<T, kIsU8<T>>(x, s);
-        } else {
-          saturate<T, false>(x, s);
-        }
-      }
-      break;
-    case kHue:
-      if constexpr (C == 3) {
-        if constexpr (!kIsU8<T>) {
-          hue_shift_run<T>(x, s.a);
-        } else {
-#ifndef __CUDA_ARCH__
-          hue_shift_u8_run(x, s.a, s.b);
-#else
-          GPUAUG_PHOTO_UNROLL
-          for (int j = 0; j < V; ++j) hue_shift_u8(x[j], s.a, s.b);
-#endif
-        }
-      }
-      break;
     case kGrayscale:
       if constexpr (C == 3) {
         GPUAUG_PHOTO_UNROLL
@@ -256,20 +213,6 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
         for (int j = 0; j < V; ++j) x[j][0] = rounded<T>(kBound - x[j][0]);
       }
       break;
-    case kPermuteChannels:
-      if constexpr (C == 3) {
-        const int code = static_cast<int>(s.a);
-        const int p0 = permuted_channel(code, 0), p1 = permuted_channel(code, 1),
-                  p2 = permuted_channel(code, 2);
-        GPUAUG_PHOTO_UNROLL
-        for (int j = 0; j < V; ++j) {
-          const P y[3] = {x[j][0], x[j][1], x[j][2]};
-          x[j][0] = pick(y, p0);
-          x[j][1] = pick(y, p1);
-          x[j][2] = pick(y, p2);
-        }
-      }
-      break;
     case kAutocontrast:
       // (x - minimum) / inv_scale, clamped, in the image's dtype (float32 for uint8, truncated)
       GPUAUG_PHOTO_UNROLL
@@ -306,13 +249,91 @@ C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Red
   }
 }
 
+// One stage on V pixels of C (1 or 3) channels: the stage's branch once, then its loop. `r`
+// holds the image's statistics at its reduction step (contrast's and autocontrast's).
+// JitterKinds: the step is of a jitter kind (is_jitter_kind); the others' code is left out.
+template <int C, typename T, bool JitterKinds = false, typename P, int V>
+C10_HOST_DEVICE inline void apply_step(const Step<P>& s, P (&x)[V][3], const Reduced<P>& r) {
+  constexpr P kBound = kIsU8<T> ? P(255) : P(1);
+  switch (s.kind) {
+    case kBrightness:
+      if constexpr (kIsU8<T>) {
+        const P a = s.b;
+        if (s.unit) {
+          GPUAUG_PHOTO_UNROLL
+          for (int j = 0; j < V; ++j)
+            GPUAUG_PHOTO_UNROLL
+            for (int c = 0; c < C; ++c) x[j][c] = trunc_small(x[j][c] * a);
+        } else {
+          GPUAUG_PHOTO_UNROLL
+          for (int j = 0; j < V; ++j)
+            GPUAUG_PHOTO_UNROLL
+            for (int c = 0; c < C; ++c) x[j][c] = saturated_u8(x[j][c] * a);
+        }
+      } else {
+        GPUAUG_PHOTO_UNROLL
+        for (int j = 0; j < V; ++j)
+          GPUAUG_PHOTO_UNROLL
+          for (int c = 0; c < C; ++c) x[j][c] = stored<T>(clamp_result<T>(rounded<T>(x[j][c] * s.a), kBound));
+      }
+      break;
+    case kContrast:
+      if (kIsU8<T> && s.unit) {
+        blend_all<C, T, kIsU8<T>>(x, r.mean, s);
+      } else {
+        blend_all<C, T, false>(x, r.mean, s);
+      }
+      break;
+    case kSaturation:
+      if constexpr (C == 3) {
+        if (kIsU8<T> && s.unit) {
+          saturate<T, kIsU8<T>>(x, s);
+        } else {
+          saturate<T, false>(x, s);
+        }
+      }
+      break;
+    case kHue:
+      if constexpr (C == 3) {
+        if constexpr (!kIsU8<T>) {
+          hue_shift_run<T>(x, s.a);
+        } else {
+#ifndef __CUDA_ARCH__
+          hue_shift_u8_run(x, s.a, s.b);
+#else
+          GPUAUG_PHOTO_UNROLL
+          for (int j = 0; j < V; ++j) hue_shift_u8(x[j], s.a, s.b);
+#endif
+        }
+      }
+      break;
+    case kPermuteChannels:
+      if constexpr (C == 3) {
+        const int code = static_cast<int>(s.a);
+        const int p0 = permuted_channel(code, 0), p1 = permuted_channel(code, 1),
+                  p2 = permuted_channel(code, 2);
+        GPUAUG_PHOTO_UNROLL
+        for (int j = 0; j < V; ++j) {
+          const P y[3] = {x[j][0], x[j][1], x[j][2]};
+          x[j][0] = pick(y, p0);
+          x[j][1] = pick(y, p1);
+          x[j][2] = pick(y, p2);
+        }
+      }
+      break;
+    default:
+      if constexpr (!JitterKinds) apply_other_step<C, T>(s, x, r);
+      break;
+  }
+}
+
 // V pixels through steps [begin, end) of a sample's program.
-template <int C, typename T, typename P, int V>
+template <int C, typename T, bool JitterKinds = false, typename P, int V>
 C10_HOST_DEVICE inline void run_steps(const SampleProgram<P>& prog, int begin, int end,
                                       P (&x)[V][3], const Reduced<P>& r) {
   // a pointer through the steps: an index makes nvcc recompute the array's address every step
   for (const Step<P>* s = prog.steps + begin; s != prog.steps + end; ++s) {
-    apply_step<C, T>(*s, x, r);
+    apply_step<C, T, JitterKinds>(*s, x, r);
   }
 }
 

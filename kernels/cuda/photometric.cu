@@ -284,6 +284,13 @@ std::optional<InputSteps> plane_steps(const at::Tensor& image) {
   return steps;
 }
 
+bool only_jitter_kinds(const Program& program) {
+  for (int k = 0; k < program.count; ++k) {
+    if (!is_jitter_kind(program.kinds[k])) return false;
+  }
+  return true;
+}
+
 Geometry kernel_geometry(const ColorGeometry& cg, int pixels_per_thread, InputSteps in) {
   const int64_t chunks = ceil_div(cg.pixels, int64_t{kThreads} * pixels_per_thread);
   const int64_t images = std::max<int64_t>(cg.samples * cg.frames, 1);
@@ -329,15 +336,18 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     const bool wide = aligned_runs(V);
     const bool narrow = !wide && kIsU8<T> && aligned_runs(4);
     const bool equalize = program.reduction == kEqualize;
+    const bool jitter_kinds = program.reduction == kContrast && only_jitter_kinds(program);
     const int64_t images = cg.samples * cg.frames;
     with_layout(cg, wide || narrow, [&](auto channels, auto vector, auto interleaved) {
       constexpr int C = decltype(channels)::value;
       constexpr bool kVectorized = decltype(vector)::value;
       constexpr bool kInterleaved = decltype(interleaved)::value;
-      // true where it launched resident_transform (with runs in halves, Halves)
-      const auto resident = [&](auto halves) {
+      // true where it launched resident_transform (with runs in halves, Halves; built for
+      // ColorJitter's and RandomPhotometricDistort's kinds alone, JitterKinds)
+      const auto resident_of = [&](auto halves, auto jitter_kinds) {
         constexpr bool kHalves = decltype(halves)::value;
-        constexpr auto kernel = resident_transform<C, T, out_t, P, V, kInterleaved, kHalves>;
+        constexpr auto kernel = resident_transform<C, T, out_t, P, V, kInterleaved, kHalves,
+                                                   decltype(jitter_kinds)::value>;
         static PerDevice<int> max_bytes;
         const bool hopper_here = hopper_code<kernel>();
         const int split = hopper_here ? kMaxSplit : 1;
@@ -362,6 +372,12 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         launch_clustered(kernel, hopper_here, images * split, threads, bytes, split, stream, src,
                          dst, kernel_geometry(cg, V, steps), program, rows, o, split);
         return true;
+      };
+      const auto resident = [&](auto halves) {
+        if constexpr (C == 3) {  // the jitter kinds' kernels: RGB images'
+          if (jitter_kinds) return resident_of(halves, std::true_type{});
+        }
+        return resident_of(halves, std::false_type{});
       };
       if constexpr (kIsU8<T> && kVectorized) {
         if constexpr (kInterleaved ? kRunPairs<T, out_t, V> : kRunHalves<T, out_t, V>) {

@@ -1268,22 +1268,29 @@ def kernel_names(fn):
 @pytest.mark.parametrize("size", [(150, 156), (144, 160)])
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("out_dtype", [torch.uint8, torch.float32, torch.float64])
-@pytest.mark.parametrize("name", ["ColorJitter", "RandomAutocontrast", "RandomEqualize"])
+@pytest.mark.parametrize("name", ["ColorJitter", "ColorJitter alone", "RandomPhotometricDistort",
+                                  "RandomAutocontrast", "RandomEqualize"])
 def test_resident_images(name, out_dtype, channels_last, size):
     """A uint8 batch with a reduction stage that fills the GPU runs with each image in shared
     memory (on Hopper, in two halves, a cluster of two blocks); the same samples a few at a time
     take the two-pass kernels. Both give the same values, torchvision's. Blocks large enough that
     two images an SM fill it. 150x156: an odd number of runs of 8 pixels (the halves differ).
     144x160: each half a whole number of warps' runs, so that the resident kernel takes float
-    planes' runs in halves (kRunHalves), and interleaved float32 ones in pairs (kRunPairs)."""
+    planes' runs in halves (kRunHalves), and interleaved float32 ones in pairs (kRunPairs).
+    ColorJitter alone and RandomPhotometricDistort: programs of jitter kinds alone, which take the
+    resident kernel built for those (without the other steps' code); the others the general one."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     image = make_image([2 * sms, 3, *size], torch.uint8, "cuda", seed=31)
     if channels_last:
         image = image.contiguous(memory_format=torch.channels_last)
     normalize = {} if out_dtype == torch.uint8 else dict(dtype=out_dtype, mean=[0.5, 0.4, 0.3],
                                                          std=[0.2, 0.25, 0.3])
-    transform = T.Compose([T.RandomSolarize(100.0), T.RandomPosterize(6), *{
+    jitter_kinds = name in ("ColorJitter alone", "RandomPhotometricDistort")
+    prefix = [] if jitter_kinds else [T.RandomSolarize(100.0), T.RandomPosterize(6)]
+    transform = T.Compose([*prefix, *{
         "ColorJitter": [T.ColorJitter(0.4, 0.4, 0.4, 0.1)],
+        "ColorJitter alone": [T.ColorJitter(0.4, 0.4, 0.4, 0.1)],
+        "RandomPhotometricDistort": [T.RandomPhotometricDistort(p=0.7)],
         "RandomAutocontrast": [T.RandomGrayscale(0.3), T.RandomAutocontrast(0.8),
                                T.ColorJitter(0.4, 0, 0.4, 0.1)],
         "RandomEqualize": [T.ColorJitter(0.4, 0, 0.4, 0.1), T.RandomEqualize(0.8),
@@ -1296,8 +1303,10 @@ def test_resident_images(name, out_dtype, channels_last, size):
     # planar float outputs take runs in halves, interleaved float32 ones pairs (kRunPairs)
     halves = size == (144, 160) and (out_dtype == torch.float32 if channels_last
                                      else out_dtype != torch.uint8)
-    layout = "8, true, true>" if channels_last else "8, false, true>"
+    layout = "8, true, true," if channels_last else "8, false, true,"
     assert any("resident_transform" in k and layout in k for k in names) == halves
+    assert all(k.split("resident_transform<")[1].split(">")[0].endswith(
+        f", {str(jitter_kinds).lower()}") for k in names if "resident_transform" in k)
     pieces = torch.cat([transform(image[n:n + 4], {k: v[n:n + 4] for k, v in params.items()})
                         for n in range(0, image.shape[0], 4)])
     assert not any("resident_transform" in k for k in
