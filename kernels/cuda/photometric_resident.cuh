@@ -237,9 +237,10 @@ __device__ __forceinline__ void contrast_of_bits(const R& runs, const Step<P>& s
 // `rows` are __grid_constant__, read where they lie: about 110 instructions fewer, and on an H100
 // the op alone 97.6 -> 97.4 us, ColorAugment and ColorJitter in one call 131.7 -> 129.8.
 // JitterKinds: the program's stages are all jitter kinds (is_jitter_kind), its reduction
-// contrast, and the kernel holds their code alone: a quarter fewer instructions in its loops,
-// whose fetches and register allocation the warps feel (sm_90, uint8 -> float32: 13.7k -> 10.4k
-// instructions; H200, ColorJitter + Normalize, the op alone, 85.4-86.2 -> 83.1-83.9 us).
+// contrast, and the kernel holds their code alone, whose fetches and register allocation the
+// warps feel (sm_90, uint8 -> float32: 13.7k -> 8.7k instructions; H200, ColorJitter + Normalize,
+// the op alone, 85.6 -> 82.9 us). Instructions saved by adding code did not pay: see
+// benchmarks/photometric-history.md, the fifty-ninth session.
 template <int C, typename T, typename out_t, typename P, int V, bool Interleaved, bool Halves,
           bool JitterKinds>
 __global__ void __launch_bounds__(kResidentThreads, 1)
