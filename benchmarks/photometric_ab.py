@@ -1,0 +1,51 @@
+"""A/B timing of the photometric op alone between builds of gpuaug, as the history's A/B runs
+took it: each case (256x3x224x224 uint8, draws made beforehand) a CUDA graph of 20 calls,
+replayed 15 times, the median per call, and a SHA-1 of its output to compare the builds by.
+Run each build's package in its own process, alternating, a few rounds:
+    for r in 1 2 3; do for v in base new; do PYTHONPATH=ab/$v python3 benchmarks/photometric_ab.py $v; done; done
+(ab/<build>/gpuaug: python/gpuaug, the build's _build_info.py and lib/libgpuaug.so)
+"""
+import hashlib
+import sys
+
+import torch
+
+from gpuaug import transforms as T
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+torch.manual_seed(0)
+x = torch.randint(0, 256, (256, 3, 224, 224), device="cuda", dtype=torch.uint8)
+jitter_f32 = dict(dtype=torch.float32, mean=MEAN, std=STD)
+cases = {
+    "cj_f32": (T.ColorJitter(0.4, 0.4, 0.4, 0.1, **jitter_f32), x),
+    "cj_f32_cl": (T.ColorJitter(0.4, 0.4, 0.4, 0.1, **jitter_f32),
+                  x.contiguous(memory_format=torch.channels_last)),
+    "cj_u8": (T.ColorJitter(0.4, 0.4, 0.4, 0.1), x),
+    "distort": (T.RandomPhotometricDistort(p=1.0), x),
+    "no_contrast": (T.ColorJitter(0.4, 0, 0.4, 0.1, **jitter_f32), x),
+}
+report = []
+for name, (transform, image) in cases.items():
+    torch.manual_seed(1)
+    params = transform.sample_params(image)
+    digest = hashlib.sha1(transform(image, params).cpu().numpy().tobytes()).hexdigest()[:10]
+    side = torch.cuda.Stream()   # warm up off the capture stream, as CUDA graphs ask
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            transform(image, params)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(20):
+            transform(image, params)
+    times = []
+    for _ in range(15):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 20 * 1000)
+    report.append(f"{name} {sorted(times)[7]:.2f} us sha {digest}")
+print(sys.argv[1] if len(sys.argv) > 1 else "", " | ".join(report), flush=True)
