@@ -23,6 +23,12 @@ cases = {
     "cj_u8": (T.ColorJitter(0.4, 0.4, 0.4, 0.1), x),
     "distort": (T.RandomPhotometricDistort(p=1.0), x),
     "no_contrast": (T.ColorJitter(0.4, 0, 0.4, 0.1, **jitter_f32), x),
+    "no_contrast_cl": (T.ColorJitter(0.4, 0, 0.4, 0.1, **jitter_f32),
+                       x.contiguous(memory_format=torch.channels_last)),
+    # floating images take the two passes (reduction, then element-wise)
+    "cj_float": (T.ColorJitter(0.4, 0.4, 0.4, 0.1), x.float() / 255),
+    "compose5": (T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.2),
+                            T.RandomSolarize(128.0), T.RandomInvert(), T.RandomPosterize(4)]), x),
 }
 report = []
 for name, (transform, image) in cases.items():

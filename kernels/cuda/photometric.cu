@@ -55,14 +55,16 @@ constexpr int64_t kTargetBlocks = 2048;
 
 // Per block, the statistics of the program's reduction stage (contrast's sum of grays,
 // autocontrast's channel minima and maxima) over its pixels at their sample's reduction step.
-template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved>
+// JitterKinds: the program's stages are all jitter kinds (is_jitter_kind), its reduction contrast.
+template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved,
+          bool JitterKinds = false>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
     reduce_stats(const T* in, T* staged, Geometry g, Program program, Rows<P> rows,
                  double* partials) {
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> prog_none;  // the steps before the reduction step read no statistics
   const int64_t image = blockIdx.x / g.blocks_per_image;
-  const int kind = program.reduction;
+  const int kind = JitterKinds ? int{kContrast} : program.reduction;
   decode_block_program(prog, program, rows, image / g.frames);
   __syncthreads();
   double stats[kStats];
@@ -76,8 +78,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
   for_each_chunk_of<C, T, V, Vectorized, Interleaved>(in, g, in_base, g.in_channel_step,
                                                       [&](int64_t p0, const auto& runs) {
     P x[V][3];
-    reach_reduction<C, T, P, V, Vectorized, Interleaved>(runs, in, in_base, staged, g, image_base,
-                                                         p0, prog, prog_none, x);
+    reach_reduction<C, T, P, V, Vectorized, Interleaved, JitterKinds>(
+        runs, in, in_base, staged, g, image_base, p0, prog, prog_none, x);
     if (kind == kContrast) {  // the chunk's grays summed first: one double addition per chunk
       P grays = 0;
 #pragma unroll
@@ -137,7 +139,10 @@ __global__ void equalize_tables(const int64_t* counts, uint8_t* tables, int64_t 
   if (i < channels) warp_equalize_table(counts + i * kBins, tables + i * kBins);
 }
 
-template <int C, typename T, typename out_t, typename P, int V, bool Vectorized, bool Interleaved>
+// JitterKinds: the program's stages are all jitter kinds (is_jitter_kind); the other kinds' code is
+// left out, as in resident_transform.
+template <int C, typename T, typename out_t, typename P, int V, bool Vectorized, bool Interleaved,
+          bool JitterKinds>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
     transform(const T* in, const T* staged, out_t* out, Geometry g, Program program,
               Rows<P> rows, const double* partials, const uint8_t* tables, Output<P> o) {
@@ -164,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM<T, V>)
                                                       [&](int64_t p0, const auto& runs) {
     P x[V][3];
     unpack_pixels<C, T, P, V, Vectorized, Interleaved>(runs, from, g, from_base, from_step, p0, x);
-    run_steps<C, T>(prog, first, prog.count, x, reduced);
+    run_steps<C, T, JitterKinds>(prog, first, prog.count, x, reduced);
     store_pixels<C, T, out_t, P, V, Vectorized, Interleaved>(
         out, g, image_base, p0, x, o, warp_stage<C, out_t, V, Interleaved>(), g.pixels);
   });
@@ -336,7 +341,7 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
     const bool wide = aligned_runs(V);
     const bool narrow = !wide && kIsU8<T> && aligned_runs(4);
     const bool equalize = program.reduction == kEqualize;
-    const bool jitter_kinds = program.reduction == kContrast && only_jitter_kinds(program);
+    const bool jitter_kinds = only_jitter_kinds(program);  // (their reduction: none or contrast)
     const int64_t images = cg.samples * cg.frames;
     with_layout(cg, wide || narrow, [&](auto channels, auto vector, auto interleaved) {
       constexpr int C = decltype(channels)::value;
@@ -375,7 +380,7 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
       };
       const auto resident = [&](auto halves) {
         if constexpr (C == 3) {  // the jitter kinds' kernels: RGB images'
-          if (jitter_kinds) return resident_of(halves, std::true_type{});
+          if (jitter_kinds && program.reduction) return resident_of(halves, std::true_type{});
         }
         return resident_of(halves, std::false_type{});
       };
@@ -393,8 +398,9 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         counts = at::zeros({images, 3, kBins}, in.options().dtype(at::kLong));
         tables = at::empty({images, 3, kBins}, in.options().dtype(at::kByte));
       }
-      const auto launch = [&](auto width) {
+      const auto launch = [&](auto width, auto jitter_build) {
         constexpr int W = decltype(width)::value;
+        constexpr bool kJitterKinds = decltype(jitter_build)::value;
         const Geometry g = kernel_geometry(cg, W, steps);
         const int64_t blocks = block_count(cg, g, "gpuaug::photometric");
         at::Tensor partials;
@@ -403,8 +409,9 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         }
         double* sums = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
         if (sums != nullptr) {
-          reduce_stats<C, T, P, W, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
-              src, staged.mutable_data_ptr<T>(), g, program, rows, sums);
+          reduce_stats<C, T, P, W, kVectorized, kInterleaved, kJitterKinds>
+              <<<blocks, kThreads, 0, stream>>>(src, staged.mutable_data_ptr<T>(), g, program,
+                                                rows, sums);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         }
         if (equalize) {
@@ -416,15 +423,20 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
               counts.const_data_ptr<int64_t>(), tables.mutable_data_ptr<uint8_t>(), images * 3);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         }
-        transform<C, T, out_t, P, W, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
-            src, staged.defined() ? staged.const_data_ptr<T>() : nullptr, dst, g, program, rows,
-            sums, equalize ? tables.const_data_ptr<uint8_t>() : nullptr, o);
+        transform<C, T, out_t, P, W, kVectorized, kInterleaved, kJitterKinds>
+            <<<blocks, kThreads, 0, stream>>>(
+                src, staged.defined() ? staged.const_data_ptr<T>() : nullptr, dst, g, program,
+                rows, sums, equalize ? tables.const_data_ptr<uint8_t>() : nullptr, o);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
       if constexpr (kIsU8<T> && kVectorized) {
-        if (narrow) return launch(std::integral_constant<int, 4>{});
+        if (narrow) return launch(std::integral_constant<int, 4>{}, std::false_type{});
       }
-      launch(std::integral_constant<int, V>{});
+      // the jitter kinds' build: RGB images in 16-byte runs
+      if constexpr (C == 3 && kVectorized) {
+        if (jitter_kinds) return launch(std::integral_constant<int, V>{}, std::true_type{});
+      }
+      launch(std::integral_constant<int, V>{}, std::false_type{});
     });
   });
 }

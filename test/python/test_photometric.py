@@ -1263,6 +1263,12 @@ def kernel_names(fn):
     return [event.name for event in prof.events() if event.device_type.name == "CUDA"]
 
 
+def transform_builds(names):
+    """The last template argument (JitterKinds) of each two-pass element-wise kernel launched."""
+    return [k.split("::transform<")[1].split(">")[0].rsplit(", ", 1)[1] for k in names
+            if "::transform<" in k]
+
+
 @requires_torchvision
 @requires_cuda
 @pytest.mark.parametrize("size", [(150, 156), (144, 160)])
@@ -1309,15 +1315,43 @@ def test_resident_images(name, out_dtype, channels_last, size):
         f", {str(jitter_kinds).lower()}") for k in names if "resident_transform" in k)
     pieces = torch.cat([transform(image[n:n + 4], {k: v[n:n + 4] for k, v in params.items()})
                         for n in range(0, image.shape[0], 4)])
-    assert not any("resident_transform" in k for k in
-                   kernel_names(lambda: transform(image[:4], {k: v[:4] for k, v in
-                                                              params.items()})))
+    few = kernel_names(lambda: transform(image[:4], {k: v[:4] for k, v in params.items()}))
+    assert not any("resident_transform" in k for k in few)
+    assert transform_builds(few) == [str(jitter_kinds).lower()]
     assert torch.equal(whole, pieces)
     torch.manual_seed(33)  # fresh draws: the uniforms with their ranges (factor_ranges)
     fresh = transform(image)
     torch.manual_seed(33)
     assert torch.equal(fresh, transform(image, transform.sample_params(image)))
     assert_first_samples_match(whole, image, transform, params, 6, normalize)
+
+
+@requires_torchvision
+@requires_cuda
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.float16])
+@pytest.mark.parametrize("name", ["one pass", "two passes", "other kinds", "unaligned"])
+def test_jitter_kinds_transform(name, dtype, channels_last):
+    """Programs of jitter kinds alone (is_jitter_kind) on RGB images in 16-byte runs take the
+    element-wise kernel built for those kinds (without the other steps' code), with or without
+    contrast's reduction pass; other programs, and images not in runs (33x35), the general one.
+    Both give torchvision's values."""
+    size = [33, 35] if name == "unaligned" else [32, 40]
+    image = make_image([4, 3, *size], dtype, "cuda", seed=51)
+    if channels_last:
+        image = image.contiguous(memory_format=torch.channels_last)
+    transform = T.Compose({
+        "one pass": [T.ColorJitter(0.4, 0, 0.4, 0.1), T.RandomChannelPermutation()],
+        "two passes": [T.RandomPhotometricDistort(p=0.7)],
+        "other kinds": [T.ColorJitter(0.4, 0, 0.4, 0.1), T.RandomInvert()],
+        "unaligned": [T.ColorJitter(0.4, 0.4, 0.4, 0.1)],
+    }[name])
+    params = transform.sample_params(image)
+    out = transform(image, params)
+    builds = transform_builds(kernel_names(lambda: transform(image, params)))
+    assert builds == [str(name in ("one pass", "two passes")).lower()]
+    expected = torchvision_batch(image, transform.stages, params)
+    assert_matches_torchvision(out, expected, dtype)
 
 
 @requires_torchvision
