@@ -12,6 +12,9 @@
 // (uint8: 8 pixels, see kVec, or 4 where its planes are 4-byte aligned only). A block's pixels
 // belong to one image, and it loops over several chunks of them, copying the next chunk into shared
 // memory (cp.async) while it computes this one; its sample's program is decoded into shared memory.
+// A program of ColorJitter's and RandomPhotometricDistort's kinds alone on RGB images in runs takes
+// builds of these kernels without the other kinds' code (JitterKinds): float32 ColorJitter's two
+// passes 225 -> 205 us (256x3x224x224, H200).
 // The backward (floating images) runs the same reduction for the mean, then, with contrast, a
 // reduction of the mean's gradient (each pixel back to its contrast step), then one kernel that
 // takes each pixel back through every step (kernels/photometric_grad.h).
