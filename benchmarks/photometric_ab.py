@@ -1,6 +1,7 @@
 """A/B timing of the photometric op alone between builds of gpuaug, as the history's A/B runs
-took it: each case (256x3x224x224 uint8, draws made beforehand) a CUDA graph of 20 calls,
-replayed 15 times, the median per call, and a SHA-1 of its output to compare the builds by.
+took it: each case (256x3x224x224, uint8 but for cj_float's [0, 1] float32; draws made
+beforehand) a CUDA graph of 20 calls, replayed 15 times, the median per call, and a SHA-1 of its
+output to compare the builds by.
 Run each build's package in its own process, alternating, a few rounds:
     for r in 1 2 3; do for v in base new; do PYTHONPATH=ab/$v python3 benchmarks/photometric_ab.py $v; done; done
 (ab/<build>/gpuaug: python/gpuaug, the build's _build_info.py and lib/libgpuaug.so)
