@@ -4,15 +4,14 @@
 // (resident_transform). Otherwise, with a reduction stage, a reduction kernel writes per-block
 // partial statistics of each image at that step (contrast's sum of grays, autocontrast's channel
 // minima and maxima), or, for equalize, adds to each image's histograms, from which a small kernel
-// makes its tables; for uint8 images it also keeps the pixels as they reach that step (an
-// image-sized buffer), so that the element-wise kernel resumes there instead of running the earlier
-// steps again (floating images run them again). That kernel runs every pixel through its sample's
-// program, each block combining its image's partials (in a fixed order: the same bits on every
-// run). Each thread takes V pixels (kVec): 16-byte copies per channel plane (or per run of
-// interleaved pixels) where the image is aligned, else per element (uint8: 8 pixels, see kVec, or 4
-// where its planes are 4-byte aligned only). A block's pixels belong to one image, and it loops
-// over several chunks of them, copying the next chunk into shared memory (cp.async) while it
-// computes this one; its sample's program is decoded into shared memory.
+// makes its tables; it also keeps the pixels as they reach that step (an image-sized buffer), so
+// that the element-wise kernel resumes there instead of running the earlier steps again. That
+// kernel runs every pixel through its sample's program, each block combining its image's partials
+// (in a fixed order: the same bits on every run). Each thread takes V pixels (kVec): 16-byte copies
+// per channel plane (or per run of interleaved pixels) where the image is aligned, else per element
+// (uint8: 8 pixels, see kVec, or 4 where its planes are 4-byte aligned only). A block's pixels
+// belong to one image, and it loops over several chunks of them, copying the next chunk into shared
+// memory (cp.async) while it computes this one; its sample's program is decoded into shared memory.
 // A program of ColorJitter's and RandomPhotometricDistort's kinds alone on RGB images in runs takes
 // builds of these kernels without the other kinds' code (JitterKinds): float32 ColorJitter's two
 // passes 225 -> 205 us (256x3x224x224, H200).
@@ -395,17 +394,13 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         if (resident(std::false_type{})) return;
       }
       at::Tensor staged, counts, tables;
-      // The pixels at the reduction step, dense, for uint8 images alone: floating images' wider
-      // values cost more to write and read again than the steps before the reduction cost to run
-      // again (H200, float32 ColorJitter: see benchmarks/photometric-history.md).
-      if (program.reduction && kIsU8<T>) {
+      if (program.reduction) {  // the pixels at the reduction step, dense
         staged = strided ? at::empty(in.sizes(), in.options()) : at::empty_like(in);
       }
       if (equalize) {
         counts = at::zeros({images, 3, kBins}, in.options().dtype(at::kLong));
         tables = at::empty({images, 3, kBins}, in.options().dtype(at::kByte));
       }
-      T* staged_pixels = staged.defined() ? staged.mutable_data_ptr<T>() : nullptr;
       const auto launch = [&](auto width, auto jitter_build) {
         constexpr int W = decltype(width)::value;
         constexpr bool kJitterKinds = decltype(jitter_build)::value;
@@ -418,12 +413,14 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         double* sums = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
         if (sums != nullptr) {
           reduce_stats<C, T, P, W, kVectorized, kInterleaved, kJitterKinds>
-              <<<blocks, kThreads, 0, stream>>>(src, staged_pixels, g, program, rows, sums);
+              <<<blocks, kThreads, 0, stream>>>(src, staged.mutable_data_ptr<T>(), g, program,
+                                                rows, sums);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         }
         if (equalize) {
           histograms<C, T, P, W, kVectorized, kInterleaved><<<blocks, kThreads, 0, stream>>>(
-              src, staged_pixels, g, program, rows, counts.mutable_data_ptr<int64_t>());
+              src, staged.mutable_data_ptr<T>(), g, program, rows,
+              counts.mutable_data_ptr<int64_t>());
           C10_CUDA_KERNEL_LAUNCH_CHECK();
           equalize_tables<<<ceil_div(images * 3 * 32, kThreads), kThreads, 0, stream>>>(
               counts.const_data_ptr<int64_t>(), tables.mutable_data_ptr<uint8_t>(), images * 3);
@@ -431,8 +428,8 @@ void photometric(const at::Tensor& out, const at::Tensor& image, const Program& 
         }
         transform<C, T, out_t, P, W, kVectorized, kInterleaved, kJitterKinds>
             <<<blocks, kThreads, 0, stream>>>(
-                src, staged_pixels, dst, g, program, rows, sums,
-                equalize ? tables.const_data_ptr<uint8_t>() : nullptr, o);
+                src, staged.defined() ? staged.const_data_ptr<T>() : nullptr, dst, g, program,
+                rows, sums, equalize ? tables.const_data_ptr<uint8_t>() : nullptr, o);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       };
       if constexpr (kIsU8<T> && kVectorized) {

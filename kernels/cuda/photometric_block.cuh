@@ -141,8 +141,8 @@ __device__ __forceinline__ void load_reduced(Reduced<P>& reduced, const double* 
 }
 
 // The thread's pixels at their sample's reduction step (from steps none of which reads
-// statistics), from the input's image at in_base; uint8 images' kept in `staged` at image_base
-// (uint8 holds each step's result exactly) for the element-wise pass to resume from, where given
+// statistics), from the input's image at in_base; kept in `staged` at image_base (the image's
+// dtype holds each step's result exactly) for the element-wise pass to resume from, where given
 // and steps precede the reduction. JitterKinds: the steps are all jitter kinds (run_steps').
 template <int C, typename T, typename P, int V, bool Vectorized, bool Interleaved,
           bool JitterKinds = false>
@@ -154,7 +154,7 @@ __device__ __forceinline__ void reach_reduction(const Runs<T, C, V, Interleaved>
   unpack_pixels<C, T, P, V, Vectorized, Interleaved>(runs, in, g, in_base, g.in_channel_step, p0,
                                                      x);
   run_steps<C, T, JitterKinds>(prog, 0, prog.reduce_at, x, none);
-  if (kIsU8<T> && staged != nullptr && prog.reduce_at > 0) {  // floating images are not staged
+  if (staged != nullptr && prog.reduce_at > 0) {
     store_pixels<C, T, T, P, V, Vectorized, Interleaved>(
         staged, g, image_base, p0, x, Output<P>{}, warp_stage<C, T, V, Interleaved>(), g.pixels);
   }

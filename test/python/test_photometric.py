@@ -1355,32 +1355,6 @@ def test_jitter_kinds_transform(name, dtype, channels_last):
 
 
 @requires_torchvision
-@requires_cuda
-@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("reduction", ["contrast", "autocontrast", "equalize"])
-def test_two_pass_staging(reduction, dtype):
-    """The two-pass kernels keep uint8 pixels at the reduction step in an image-sized buffer for
-    the element-wise pass to resume from; floating images are not kept (that pass runs the steps
-    before the reduction again): the call allocates its output and a few statistics alone. Every
-    order puts steps before the reduction in some samples; the values are torchvision's."""
-    image = make_image([16, 3, 64, 72], dtype, "cuda", seed=61)
-    transform = T.Compose([T.ColorJitter(0.4, 0.4 if reduction == "contrast" else 0, 0.4, 0.1),
-                           *{"contrast": [], "autocontrast": [T.RandomAutocontrast(1.0)],
-                             "equalize": [T.RandomEqualize(1.0)]}[reduction]])
-    params = transform.sample_params(image)
-    transform(image, params)  # the op's first call sets up what it keeps
-    torch.cuda.synchronize()
-    before = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    out = transform(image, params)
-    extra = torch.cuda.max_memory_allocated() - before - out.nbytes
-    assert (extra >= image.nbytes) == (dtype == torch.uint8), extra
-    assert not any("resident_transform" in k
-                   for k in kernel_names(lambda: transform(image, params)))
-    assert_matches_torchvision(out, torchvision_batch(image, transform.stages, params), dtype)
-
-
-@requires_torchvision
 @requires_two_gpus
 @pytest.mark.parametrize("name", ["ColorJitter", "RandomAutocontrast", "RandomEqualize"])
 def test_second_gpu(name):
