@@ -155,14 +155,29 @@ C10_HOST_DEVICE inline bool hue_finite(P r, P g, P b) {
          (largest(r, g, b) - smallest(r, g, b) <= kLargest);
 }
 
+// Whether hue_shift's divisions of a hue_finite pixel may take UnitDivisor's path on the GPU,
+// which gives IEEE division's results (the same sequence as the compiler's division without its
+// check, FCHK, and the branch to its slow path after each quotient): flat, or its range and
+// largest value of magnitudes in [2^-40, 2^40], so that every operand, quotient and remainder is
+// normal (a difference from the largest value is 0 or at least 2^-64) and the reciprocals finite.
+template <typename P>
+C10_HOST_DEVICE inline bool hue_divides_quickly(P r, P g, P b) {
+  constexpr P kLow = P(0x1p-40), kHigh = P(0x1p40);
+  const P maxc = largest(r, g, b), range = maxc - smallest(r, g, b);
+  const P magnitude = std::fabs(maxc);
+  return range == P(0) || (range >= kLow && range <= kHigh && magnitude >= kLow &&
+                           magnitude <= kHigh);
+}
+
 // adjust_hue of one RGB pixel of a floating image through HSV: torchvision's _rgb_to_hsv and
 // _hsv_to_rgb. Of rc, gc and bc only the two the pixel's hue uses are divided, picked by selects:
 // pixels of a warp differ in their largest channel, and a branch per case would run all three.
 // Pixels that are not hue_finite go to hue_shift_nonfinite. kFiniteModerate: the pixel is taken
-// as hue_finite and the shift as in [-0.5, 0.5], so there is no branch, and the remainders'
-// operands lie in (-1, 2) (h in [-1, 5]: each quotient of a difference by the range is in
-// [0, 1]) and take one add. Where that does not hold, its result is wrong but defined (the CPU's
-// hue_shift_run computes it for every pixel, then discards it).
+// as hue_finite (and float32 on the GPU as hue_divides_quickly) and the shift as in [-0.5, 0.5],
+// so there is no branch, and the remainders' operands lie in (-1, 2) (h in [-1, 5]: each quotient
+// of a difference by the range is in [0, 1]) and take one add. Where that does not hold, its
+// result is wrong but defined (the CPU's hue_shift_run computes it for every pixel, then
+// discards it).
 template <bool kFiniteModerate = false, typename P>
 C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   if (!kFiniteModerate && !hue_finite(r, g, b)) {
@@ -178,9 +193,19 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
   const P first = red ? b : (green ? r : g);
   const P second = red ? g : (green ? b : r);
   const P offset = red ? P(0) : (green ? P(2) : P(4));
-  const P s = range / (flat ? P(1) : maxc);
+  P s, h;
   const P divisor = flat ? P(1) : range;
-  const P h = ((maxc - first) / divisor + offset) - (maxc - second) / divisor;
+#ifdef __CUDA_ARCH__
+  if constexpr (kFiniteModerate && std::is_same_v<P, float>) {  // see hue_divides_quickly
+    const UnitDivisor<P> by_range(divisor);
+    s = UnitDivisor<P>(flat ? P(1) : maxc).divide(range);
+    h = (by_range.divide(maxc - first) + offset) - by_range.divide(maxc - second);
+  } else
+#endif
+  {
+    s = range / (flat ? P(1) : maxc);
+    h = ((maxc - first) / divisor + offset) - (maxc - second) / divisor;
+  }
   int i;
   const P f =
       shifted_sector<kFiniteModerate>(mod1<kFiniteModerate>(h * P(1.0 / 6.0) + P(1)), hue, i);
@@ -201,8 +226,9 @@ C10_HOST_DEVICE inline void hue_shift(P& r, P& g, P& b, P hue) {
 }
 
 // hue_shift of a thread's (GPU) or a run's (CPU) V pixels, each value then rounded to T. Where
-// all are hue_finite and the shift lies in torchvision's [-0.5, 0.5] (always, but for a
-// non-finite pixel or a factor given out of range), they take hue_shift<true>: on the GPU the
+// all are hue_finite (on the GPU, float32 also hue_divides_quickly) and the shift lies in
+// torchvision's [-0.5, 0.5] (always, but for a non-finite pixel, a float32 one of tiny or huge
+// range, or a factor given out of range), they take hue_shift<true>: on the GPU the
 // pixels are then one block of code, with no branch between them (a branch per pixel cost 6-15%
 // in float kernels, H200), and on the CPU the loop vectorises (with CMakeLists.txt's
 // if-conversion limit), where fmod, a call made a value at a time, kept it scalar (32x3x224x224
@@ -213,7 +239,10 @@ C10_HOST_DEVICE inline void hue_shift_run(P (&x)[V][3], P hue) {
 #ifdef __CUDA_ARCH__
   bool quick = moderate;
   GPUAUG_PHOTO_UNROLL
-  for (int j = 0; j < V; ++j) quick &= hue_finite(x[j][0], x[j][1], x[j][2]);
+  for (int j = 0; j < V; ++j) {
+    quick &= hue_finite(x[j][0], x[j][1], x[j][2]);
+    if constexpr (std::is_same_v<P, float>) quick &= hue_divides_quickly(x[j][0], x[j][1], x[j][2]);
+  }
   if (quick) {
     GPUAUG_PHOTO_UNROLL
     for (int j = 0; j < V; ++j) hue_shift<true>(x[j][0], x[j][1], x[j][2], hue);
