@@ -1530,9 +1530,9 @@ def test_hue_every_uint8_color(device):
 @requires_torchvision
 @pytest.mark.parametrize("device", DEVICES)
 def test_hue_of_extreme_float_values(device):
-    """Float hue equals torchvision's where values are huge (ranges up to 3e38) or outside [0, 1],
-    and at the shift's bounds: the CPU's runs take the remainders with one add, which needs their
-    operands in (-1, 2)."""
+    """Float hue equals torchvision's where values are huge (ranges up to 3e38), tiny (denormal)
+    or outside [0, 1], and at the shift's bounds: the CPU's runs take the remainders with one add,
+    which needs their operands in (-1, 2)."""
     torch.manual_seed(5)
     hues = [0.3, -0.45, 0.5, -0.5]
     image = torch.rand(len(hues), 3, 9, 21) * 3 - 1  # [-1, 2): outside [0, 1]
@@ -1541,6 +1541,11 @@ def test_hue_of_extreme_float_values(device):
     flat[:, 1, 40] = -2e30
     flat[:, 0, 100] = 3e38
     flat[:, 2, 150] = -1e38
+    # the GPU's quick divisions (hue_divides_quickly) leave out a denormal range and largest
+    # value, whose reciprocal (rcp.approx.ftz) would be infinite, and a range below 2^-40
+    flat[:, :, 170] = torch.tensor([1e-39, 0.0, 0.0]).view(1, 3)
+    flat[:, :, 171] = torch.tensor([2.0 ** -20 + 2.0 ** -43, 2.0 ** -20, 2.0 ** -21]).view(1, 3)
+    flat[:, :, 172] = torch.tensor([2.0 ** -20 + 2.0 ** -43, 2.0 ** -20, 2.0 ** -20]).view(1, 3)
     factors = torch.tensor(hues).view(-1, 1).to(device)
     out = gpuaug.photometric(image.to(device), [Stage.HUE], factors)
     for n, hue in enumerate(hues):
