@@ -1,7 +1,8 @@
 """A/B timing of the photometric op alone between builds of gpuaug, as the history's A/B runs
 took it: each case (256x3x224x224, uint8 but for the float cases' values in [0, 1]; draws made
 beforehand) a CUDA graph of 20 calls, replayed 15 times, the median per call, and a SHA-1 of its
-output's bytes to compare the builds by.
+output's bytes to compare the builds by. The grad_ cases time the image's gradient, forward and
+backward in one call, and hash the gradient.
 Run each build's package in its own process, alternating, a few rounds (after the build's name,
 the cases to run, by the start of their names; all by default):
     for r in 1 2 3; do for v in base new; do PYTHONPATH=ab/$v python3 benchmarks/photometric_ab.py $v; done; done
@@ -43,6 +44,18 @@ cases = {
     "compose5": (T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.2),
                             T.RandomSolarize(128.0), T.RandomInvert(), T.RandomPosterize(4)]), x),
 }
+# the image's gradient (forward and backward in one call): float32 in [0, 1]
+gradient_of = unit.clone().requires_grad_()
+output_grad = torch.randn_like(unit)
+for name, hue in [("grad_cj", 0.1), ("grad_cj_nohue", 0.0)]:
+    cases[name] = (T.ColorJitter(0.4, 0.4, 0.4, hue, mean=MEAN, std=STD), gradient_of)
+
+
+def call(transform, image, params):
+    out = transform(image, params)
+    return torch.autograd.grad(out, image, output_grad)[0] if image.requires_grad else out
+
+
 report = []
 chosen = sys.argv[2:]
 for name, (transform, image) in cases.items():
@@ -50,18 +63,18 @@ for name, (transform, image) in cases.items():
         continue
     torch.manual_seed(1)
     params = transform.sample_params(image)
-    output = transform(image, params).contiguous().reshape(-1).view(torch.uint8)
+    output = call(transform, image, params).contiguous().reshape(-1).view(torch.uint8)
     digest = hashlib.sha1(output.cpu().numpy().tobytes()).hexdigest()[:10]
     side = torch.cuda.Stream()   # warm up off the capture stream, as CUDA graphs ask
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(3):
-            transform(image, params)
+            call(transform, image, params)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(20):
-            transform(image, params)
+            call(transform, image, params)
     times = []
     for _ in range(15):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

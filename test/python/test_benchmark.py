@@ -52,6 +52,21 @@ def test_photometric_container_cases_run(tmp_path):
     assert all(case["time_ms"] > 0 and case["baseline_time_ms"] > 0 for case in cases)
 
 
+def test_photometric_gradient_cases_run(tmp_path):
+    """The jitter's gradient cases (forward and backward) and their baselines build and run (here
+    on the CPU: one 224x224 image), and each side's call returns the image's gradient."""
+    pytest.importorskip("torchvision")
+    from gpuaug.benchmark.photometric import image_gradient
+    x, grad = torch.rand(2, 3, 4, 5, requires_grad=True), torch.randn(2, 3, 4, 5)
+    torch.testing.assert_close(image_gradient(lambda image: 3 * image)(x, grad), 3 * grad)
+    path = tmp_path / "bench.json"
+    assert bench.main(["--device", "cpu", "--size", "4096", "--runs", "2", "--warmup", "1",
+                       "--only", "photometric jitter gradient", "--json", str(path)]) == 0
+    cases = json.loads(path.read_text())["cases"]
+    assert "photometric jitter gradient f32, hue 0.0" in [case["name"] for case in cases]
+    assert all(case["time_ms"] > 0 and case["baseline_time_ms"] > 0 for case in cases)
+
+
 def test_a_missing_baseline_package_is_named(tmp_path, monkeypatch, capsys):
     """Without Kornia its baseline's row is left out, and the run says so."""
     monkeypatch.setitem(sys.modules, "kornia", None)  # import kornia now raises ImportError

@@ -178,6 +178,38 @@ def kornia_self_supervised() -> Optional[Callable]:
     return lambda x, *rest: t(x.float() / 255)
 
 
+def gradient_inputs(shape, device):
+    """A float32 image in [0, 1] that requires its gradient, and a gradient for the output."""
+    def make():
+        image = torch.rand(shape, device=device).requires_grad_()
+        return (image, torch.randn(shape, device=device))
+    return make
+
+
+def image_gradient(transform: Optional[Callable]) -> Optional[Callable]:
+    """The image's gradient through ``transform``: its forward and backward in one call."""
+    if transform is None:
+        return None
+    return lambda x, grad, *rest: torch.autograd.grad(transform(x), x, grad)[0]
+
+
+def torchvision_float_jitter_normalize(hue: float) -> Optional[Callable]:
+    try:
+        from torchvision.transforms import v2
+    except ImportError:
+        return None
+    return v2.Compose([v2.ColorJitter(0.4, 0.4, 0.4, hue), v2.Normalize(MEAN, STD)])
+
+
+def kornia_float_jiggle_normalize() -> Optional[Callable]:
+    try:
+        import kornia.augmentation as K
+    except ImportError:
+        return None
+    return torch.nn.Sequential(K.ColorJiggle(0.4, 0.4, 0.4, 0.1, p=1.0),
+                               K.Normalize(torch.tensor(MEAN), torch.tensor(STD)))
+
+
 def copy_of_image(x, *rest):
     return torch.empty_like(x).copy_(x)
 
@@ -298,6 +330,19 @@ def cases(numel: int, device: torch.device) -> list[Case]:
         result.append(Case("photometric jitter, Grayscale(1) u8->f32, Normalize", shape, u8,
                            image_inputs(shape, device), T.Compose(to_one_plane(T)), baseline,
                            "torchvision Compose", 14 * pixels // 3, random_programs=True))
+    # the image's gradient through the jitter (float32 in [0, 1], forward and backward), as
+    # learned or adversarial augmentation asks; torchvision's hue has no autograd, so its
+    # baseline and the gpuaug side set against it leave hue out. Bytes: the forward's read and
+    # write, the backward's two reads (image, gradient) and one write.
+    for hue, baseline, label in [
+            (0.1, kornia_float_jiggle_normalize(), "Kornia ColorJiggle+Normalize (per sample)"),
+            (0.0, torchvision_float_jitter_normalize(0.0),
+             "torchvision ColorJitter(0.4, 0.4, 0.4)+Normalize")]:
+        if baseline is not None:
+            ours = T.ColorJitter(0.4, 0.4, 0.4, hue, mean=MEAN, std=STD)
+            result.append(Case(f"photometric jitter gradient f32, hue {hue}", shape,
+                               torch.float32, gradient_inputs(shape, device), image_gradient(ours),
+                               image_gradient(baseline), label, 20 * pixels))
     ssl = T.Compose(self_supervised(T), dtype=torch.float32, mean=MEAN, std=STD)
     torchvision_ssl = torchvision_compose(lambda v2: self_supervised(
         v2, v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)))
