@@ -14,7 +14,9 @@ colour augmentation (RandomApply of ColorJitter, p = 0.8, then RandomGrayscale, 
 against torchvision's (coins per batch) and Kornia's (per sample), a RandomChoice then a
 RandomOrder against torchvision's (a choice and an order per batch). Per-sample ColorJitter is
 also set against torch.compile of torchvision's formulas with per-sample factors
-(photometric_compiled.py) and against NVIDIA DALI's colour twist (photometric_dali.py).
+(photometric_compiled.py) and against NVIDIA DALI's colour twist (photometric_dali.py). The
+image's gradient through the jitter (float32, forward and backward) is set against Kornia's and,
+without hue, torchvision's.
 """
 
 from typing import Callable, Optional
