@@ -26,48 +26,43 @@ C10_HOST_DEVICE inline P clamp_pass(P v, P high) {
   return v >= P(0) && v <= high ? P(1) : P(0);
 }
 
-// The adjoint of hue_shift: g holds the gradient of the shifted (r, g, b) and leaves with that of
-// the input x. Recomputes the forward's intermediates.
-template <typename P>
-C10_HOST_DEVICE inline void hue_shift_backward(const P (&x)[3], P hue, P (&g)[3]) {
+// The adjoint of hue_shift for a pixel that hue_shift<kQuick> takes (kQuick: hue_finite, with a
+// shift in [-0.5, 0.5] and on the GPU, float32, hue_divides_quickly): g holds the gradient of the
+// shifted (r, g, b) and leaves with that of the input x. Recomputes the forward's intermediates
+// as hue_shift does (its selects and divisions: the same sector and fraction), and takes the
+// gradient by selects too: a warp's pixels differ in their largest channel and sector, and a
+// branch per case ran every case (float32 ColorJitter's gradient 1.5 ms, H200). Of the
+// quotients (maxc - x) / range only the two the hue uses have a gradient; maxc's share of theirs
+// cancels.
+template <bool kQuick, typename P>
+C10_HOST_DEVICE inline void hue_shift_backward_of(const P (&x)[3], P hue, P (&g)[3]) {
   const P r = x[0], gr = x[1], b = x[2];
-  const P maxc = r > gr ? (r > b ? r : b) : (gr > b ? gr : b);
-  const P minc = r < gr ? (r < b ? r : b) : (gr < b ? gr : b);
-  const int imax = maxc == r ? 0 : (maxc == gr ? 1 : 2);  // hue_shift's branch
-  const int imin = minc == r ? 0 : (minc == gr ? 1 : 2);
+  const P maxc = largest(r, gr, b), minc = smallest(r, gr, b);
   const bool flat = maxc == minc;
   const P range = maxc - minc;
-  const P s_den = flat ? P(1) : maxc;
-  const P s = range / s_den;
-  const P divisor = flat ? P(1) : range;
-  const P xc[3] = {(maxc - r) / divisor, (maxc - gr) / divisor, (maxc - b) / divisor};
-  P h0;
-  if (imax == 0) {
-    h0 = xc[2] - xc[1];
-  } else if (imax == 1) {
-    h0 = (xc[0] + P(2)) - xc[2];
-  } else {
-    h0 = (xc[1] + P(4)) - xc[0];
-  }
-  const P h = mod1<false>(mod1<false>(h0 * P(1.0 / 6.0) + P(1)) + hue);
+  const bool red = maxc == r, green = !red && maxc == gr;
+  const P first = red ? b : (green ? r : gr);
+  const P second = red ? gr : (green ? b : r);
+  const P offset = red ? P(0) : (green ? P(2) : P(4));
+  const UnitDivisor<P> by_range(flat ? P(1) : range), by_max(flat ? P(1) : maxc);
+  const auto divide = [](const UnitDivisor<P>& d, P a) {
+    if constexpr (kQuick) return d.divide(a);
+    else return a / d.b;
+  };
+  const P s = divide(by_max, range);
+  const P q_first = divide(by_range, maxc - first), q_second = divide(by_range, maxc - second);
+  int i;
+  const P f = shifted_sector<kQuick>(
+      mod1<kQuick>(((q_first + offset) - q_second) * P(1.0 / 6.0) + P(1)), hue, i);
   const P v = maxc;
-  const P h6 = h * P(6);
-  const P sector = std::floor(h6);
-  const P f = h6 - sector;
-  int i = static_cast<int>(sector);
-  if (i >= 6) i -= 6;
   const P sxf = s * f;
   const P one_minus_s = P(1) - s;
-  // The gradients of v, p, q, t as hue_shift's switch spread them over r, g, b.
-  P gv = 0, gp = 0, gq = 0, gt = 0;
-  switch (i) {
-    case 0: gv = g[0], gt = g[1], gp = g[2]; break;
-    case 1: gq = g[0], gv = g[1], gp = g[2]; break;
-    case 2: gp = g[0], gv = g[1], gt = g[2]; break;
-    case 3: gp = g[0], gq = g[1], gv = g[2]; break;
-    case 4: gt = g[0], gp = g[1], gv = g[2]; break;
-    default: gv = g[0], gp = g[1], gq = g[2]; break;
-  }
+  // The gradients of v, t, p, q where from_sector placed them: (v, t, p), (q, v, p), (p, v, t),
+  // (p, q, v), (t, p, v), (v, p, q) for sectors 0-5, and any other sector as 5.
+  const P gv = i == 1 || i == 2 ? g[1] : (i == 3 || i == 4 ? g[2] : g[0]);
+  P gt = i == 0 ? g[1] : (i == 2 ? g[2] : (i == 4 ? g[0] : P(0)));
+  P gp = i == 0 || i == 1 ? g[2] : (i == 2 || i == 3 ? g[0] : g[1]);
+  P gq = i == 1 ? g[0] : (i == 3 ? g[1] : (i == 0 || i == 2 || i == 4 ? P(0) : g[2]));
   gq *= clamp_pass((P(1) - sxf) * v, P(1));
   gt *= clamp_pass((sxf + one_minus_s) * v, P(1));
   gp *= clamp_pass(one_minus_s * v, P(1));
@@ -75,27 +70,35 @@ C10_HOST_DEVICE inline void hue_shift_backward(const P (&x)[3], P hue, P (&g)[3]
   const P g_one_minus_s = v * (gt + gp);
   P g_maxc = gv + (P(1) - sxf) * gq + (sxf + one_minus_s) * gt + one_minus_s * gp;
   const P gs = f * g_sxf - g_one_minus_s;
-  const P g_h0 = s * g_sxf;  // f = 6 h - sector, h = h0 / 6 + constants: d f / d h0 = 1
-  P g_xc[3] = {0, 0, 0};
-  if (imax == 0) {
-    g_xc[2] = g_h0, g_xc[1] = -g_h0;
-  } else if (imax == 1) {
-    g_xc[0] = g_h0, g_xc[2] = -g_h0;
-  } else {
-    g_xc[1] = g_h0, g_xc[0] = -g_h0;
+  // f = 6 h - sector, h = h0 / 6 + constants: d f / d h0 = 1; h0 = q_first + offset - q_second
+  const P g_quotient = divide(by_range, s * g_sxf);  // q_first's gradient over the range
+  P g_range = divide(by_max, gs);
+  if (!flat) {
+    g_maxc -= divide(by_max, s) * gs;
+    g_range += g_quotient * (q_second - q_first);  // the quotients' divisor is the range
   }
-  P g_range = gs / s_den;
-  if (!flat) g_maxc -= s / s_den * gs;
-  P g_divisor = 0;
-  for (int c = 0; c < 3; ++c) {
-    g_maxc += g_xc[c] / divisor;
-    g_divisor -= g_xc[c] * xc[c] / divisor;
-    g[c] = -g_xc[c] / divisor;
-  }
-  if (!flat) g_range += g_divisor;
   g_maxc += g_range;
-  g[imax] += g_maxc;
-  g[imin] -= g_range;
+  // -d q / d x for first and second; then the largest's and the smallest's shares
+  const P g_first = -g_quotient, g_second = g_quotient;
+  const int imin = minc == r ? 0 : (minc == gr ? 1 : 2);
+  g[0] = (red ? g_maxc : (green ? g_first : g_second)) - (imin == 0 ? g_range : P(0));
+  g[1] = (red ? g_second : (green ? g_maxc : g_first)) - (imin == 1 ? g_range : P(0));
+  g[2] = (red ? g_first : (green ? g_second : g_maxc)) - (imin == 2 ? g_range : P(0));
+}
+
+// The adjoint of hue_shift: hue_shift_backward_of for the path the forward took (as
+// hue_shift_run's test picks it, pixel by pixel).
+template <typename P>
+C10_HOST_DEVICE inline void hue_shift_backward(const P (&x)[3], P hue, P (&g)[3]) {
+  bool quick = hue >= P(-0.5) && hue <= P(0.5) && hue_finite(x[0], x[1], x[2]);
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<P, float>) quick = quick && hue_divides_quickly(x[0], x[1], x[2]);
+#endif
+  if (quick) {
+    hue_shift_backward_of<true>(x, hue, g);
+  } else {
+    hue_shift_backward_of<false>(x, hue, g);
+  }
 }
 
 // The adjoint of one step on one pixel entering it as x: g, the gradient of the step's output,
@@ -171,22 +174,51 @@ C10_HOST_DEVICE inline void step_backward(const Step<P>& s, const P (&x)[3], con
   }
 }
 
+// Programs up to this long take each step's input again by running the forward from the pixel
+// instead of keeping every step's input: kept, the inputs are an array indexed at run time, which
+// on the GPU lives in local memory (a thread's 288-320 bytes for float32, more than L1 holds for
+// the threads of an SM). The steps are short but for hue and color_augment, which recomputing
+// would repeat: the steps after the last of those resume from its output, kept.
+constexpr int kRecomputedSteps = 6;
+
+C10_HOST_DEVICE inline bool is_long_step(int kind) {
+  return kind == kHue || kind == kColorAugment;
+}
+
 // The gradient of one pixel x through its sample's steps [stop, count), from g (the gradient of
-// the program's output) to that of step `stop`'s input. Runs the forward first, keeping each
-// step's input.
+// the program's output) to that of step `stop`'s input. Each step's input comes from a forward
+// run (one call site of apply_step and of step_backward: their code once in a kernel).
 template <int C, typename T, typename P>
 C10_HOST_DEVICE inline void backprop_pixel(const SampleProgram<P>& prog, const P (&x)[3],
                                            const Reduced<P>& r, int stop,
                                            P mean_grad_per_pixel, P (&g)[3], P* mean_grad) {
-  P inputs[kMaxStages][3];
-  P y[1][3] = {{x[0], x[1], x[2]}};
-  for (int i = 0; i < prog.count; ++i) {
-    for (int c = 0; c < 3; ++c) inputs[i][c] = y[0][c];
-    apply_step<C, T>(prog.steps[i], y, r);
+  const bool recompute = prog.count <= kRecomputedSteps;
+  int resume = 0;  // recomputing: the step after the last long one
+  for (int i = 0; recompute && i < prog.count; ++i) {
+    if (is_long_step(prog.steps[i].kind)) resume = i + 1;
   }
+  P kept[3] = {x[0], x[1], x[2]};  // resume's input, taken on the first (longest) forward
+  bool have_kept = resume == 0;
+  P inputs[kMaxStages][3];  // not recomputing: each step's input, from the first forward
   for (int i = prog.count - 1; i >= stop; --i) {
-    const P (&in)[3] = inputs[i];
-    step_backward<C, T>(prog.steps[i], in, r, mean_grad_per_pixel, g, mean_grad);
+    P y[1][3];
+    if (recompute || i == prog.count - 1) {
+      const bool from_kept = have_kept && i >= resume;
+      for (int c = 0; c < 3; ++c) y[0][c] = from_kept ? kept[c] : x[c];
+      for (int k = from_kept ? resume : 0; k < i; ++k) {
+        if (!recompute) {
+          for (int c = 0; c < 3; ++c) inputs[k][c] = y[0][c];
+        }
+        apply_step<C, T>(prog.steps[k], y, r);
+        if (k + 1 == resume) {
+          for (int c = 0; c < 3; ++c) kept[c] = y[0][c];
+          have_kept = true;
+        }
+      }
+    } else {
+      for (int c = 0; c < 3; ++c) y[0][c] = inputs[i][c];
+    }
+    step_backward<C, T>(prog.steps[i], y[0], r, mean_grad_per_pixel, g, mean_grad);
   }
 }
 

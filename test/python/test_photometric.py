@@ -1608,7 +1608,7 @@ GRAD_PROGRAMS = {  # stages, two rows of factors (samples take them in turn)
     "jitter": ([1, 2, 3, 4], [[1.3, 0.7, 1.4, 0.2], [0.8, 1.3, 0.6, -0.3]]),
     "distort": ([1, 2, 3, 9, 4], [[1.1, 0.9, 1.2, 5, 0.1], [0.7, 1.2, 0.5, 19, -0.4]]),
     "thresholds": ([8, 6, 5, 7, 1], [[0, 0.6, 0, 5, 1.2], [0, 0.3, 0, 2, 0.9]]),
-    # nine stages, two of them hue: the backward keeps more steps' inputs than ColorJitter's
+    # nine stages, two of them hue: past kRecomputedSteps, the backward keeps each step's input
     "long": ([1, 2, 3, 4, 8, 1, 3, 4, 9], [[1.2, 0.8, 1.3, 0.1, 0, 0.9, 0.7, -0.2, 5],
                                            [0.8, 1.2, 0.6, -0.3, 0, 1.1, 1.4, 0.4, 19]]),
     "color_augment": ([12, 13, 13, 13, 13, 13, 1, 3],  # its parameter slots anywhere in the order
@@ -1710,6 +1710,28 @@ def test_grad_half_types(dtype, device):
         grads.append(x.grad.double())
     close = torch.isclose(grads[1], grads[0], rtol=0.05, atol=0.05)
     assert close.double().mean().item() > 0.97
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_grad_float32(device):
+    """float32's gradient (on the GPU hue's quick divisions among it) close to float64's for the
+    same values, ties and flat pixels among them, but where a clamp or a sector's edge lies within
+    a rounding of the value; float64's own is gradcheck's."""
+    image, stages, factors, order, apply = grad_case("jitter", 3, device, seed=4,
+                                                     shape=(4, 24, 24))
+    image = image.float().double()
+    image[0, 1, :6] = image[0, 0, :6]  # red and green the largest or the smallest
+    image[1, :, :6] = image[1, 0, :6]  # flat
+    image[2, 2, :6] = image[2, 0, :6]
+    grad = torch.randn(image.shape, dtype=torch.float64, device=device)
+    grads = []
+    for dtype in (torch.float64, torch.float32):
+        x = image.to(dtype, copy=True).requires_grad_()
+        gpuaug.photometric(x, stages, factors, order=order, apply=apply).backward(grad.to(dtype))
+        grads.append(x.grad.double())
+    close = torch.isclose(grads[1], grads[0], rtol=1e-4, atol=1e-5)
+    assert close.double().mean().item() > 0.999
+    assert close[:3, :, :6].all()
 
 
 @pytest.mark.parametrize("device", DEVICES)
