@@ -174,12 +174,18 @@ C10_HOST_DEVICE inline void step_backward(const Step<P>& s, const P (&x)[3], con
   }
 }
 
-// Programs up to this long take each step's input again by running the forward from the pixel
-// instead of keeping every step's input: kept, the inputs are an array indexed at run time, which
-// on the GPU lives in local memory (a thread's 288-320 bytes for float32, more than L1 holds for
-// the threads of an SM). The steps are short but for hue and color_augment, which recomputing
-// would repeat: the steps after the last of those resume from its output, kept.
+// Programs up to this long take each step's input again on the GPU by running the forward from
+// the pixel instead of keeping every step's input: kept, the inputs are an array indexed at run
+// time, which there lives in local memory (a thread's 288-320 bytes for float32, more than L1
+// holds for the threads of an SM). The steps are short but for hue and color_augment, which
+// recomputing would repeat: the steps after the last of those resume from its output, kept. The
+// CPU keeps the inputs (in its L1 cache): recomputed, float32 ColorJitter's gradient without hue
+// took 12-15% longer there (8x3x224x224, one thread).
+#ifdef __CUDA_ARCH__
 constexpr int kRecomputedSteps = 6;
+#else
+constexpr int kRecomputedSteps = 0;
+#endif
 
 C10_HOST_DEVICE inline bool is_long_step(int kind) {
   return kind == kHue || kind == kColorAugment;
@@ -188,11 +194,13 @@ C10_HOST_DEVICE inline bool is_long_step(int kind) {
 // The gradient of one pixel x through its sample's steps [stop, count), from g (the gradient of
 // the program's output) to that of step `stop`'s input. Each step's input comes from a forward
 // run (one call site of apply_step and of step_backward: their code once in a kernel).
-template <int C, typename T, typename P>
+// RecomputedSteps: kRecomputedSteps but in test_photometric_backprop.cpp, which runs the GPU's
+// way on the CPU.
+template <int C, typename T, int RecomputedSteps = kRecomputedSteps, typename P>
 C10_HOST_DEVICE inline void backprop_pixel(const SampleProgram<P>& prog, const P (&x)[3],
                                            const Reduced<P>& r, int stop,
                                            P mean_grad_per_pixel, P (&g)[3], P* mean_grad) {
-  const bool recompute = prog.count <= kRecomputedSteps;
+  const bool recompute = prog.count <= RecomputedSteps;
   int resume = 0;  // recomputing: the step after the last long one
   for (int i = 0; recompute && i < prog.count; ++i) {
     if (is_long_step(prog.steps[i].kind)) resume = i + 1;

@@ -1608,7 +1608,7 @@ GRAD_PROGRAMS = {  # stages, two rows of factors (samples take them in turn)
     "jitter": ([1, 2, 3, 4], [[1.3, 0.7, 1.4, 0.2], [0.8, 1.3, 0.6, -0.3]]),
     "distort": ([1, 2, 3, 9, 4], [[1.1, 0.9, 1.2, 5, 0.1], [0.7, 1.2, 0.5, 19, -0.4]]),
     "thresholds": ([8, 6, 5, 7, 1], [[0, 0.6, 0, 5, 1.2], [0, 0.3, 0, 2, 0.9]]),
-    # nine stages, two of them hue: past kRecomputedSteps, the backward keeps each step's input
+    # nine stages, two of them hue: past kRecomputedSteps (the GPU's backward keeps its inputs)
     "long": ([1, 2, 3, 4, 8, 1, 3, 4, 9], [[1.2, 0.8, 1.3, 0.1, 0, 0.9, 0.7, -0.2, 5],
                                            [0.8, 1.2, 0.6, -0.3, 0, 1.1, 1.4, 0.4, 19]]),
     "color_augment": ([12, 13, 13, 13, 13, 13, 1, 3],  # its parameter slots anywhere in the order
