@@ -200,7 +200,8 @@ template <int C, typename T, int RecomputedSteps = kRecomputedSteps, typename P>
 C10_HOST_DEVICE inline void backprop_pixel(const SampleProgram<P>& prog, const P (&x)[3],
                                            const Reduced<P>& r, int stop,
                                            P mean_grad_per_pixel, P (&g)[3], P* mean_grad) {
-  const bool recompute = prog.count <= RecomputedSteps;
+  // constant false on the CPU (RecomputedSteps 0): its code is the keeping path alone
+  const bool recompute = RecomputedSteps > 0 && prog.count <= RecomputedSteps;
   int resume = 0;  // recomputing: the step after the last long one
   for (int i = 0; recompute && i < prog.count; ++i) {
     if (is_long_step(prog.steps[i].kind)) resume = i + 1;
