@@ -9,7 +9,8 @@ import sys
 import torch
 
 sys.path.insert(0, "test/python")
-from test_photometric import every_transform, make_image, torchvision_batch  # noqa: E402
+from gpuaug_testing import make_image  # noqa: E402
+from photometric_testing import every_transform, torchvision_batch  # noqa: E402
 
 device = sys.argv[1] if len(sys.argv) > 1 else "cuda"
 for layout in ("contiguous", "channels_last"):

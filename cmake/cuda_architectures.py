@@ -4,7 +4,8 @@ PyTorch's convention for extensions:
 1. TORCH_CUDA_ARCH_LIST (the first argument, else the environment), e.g. "8.0 9.0+PTX": machine
    code for each entry, PTX too for entries marked +PTX;
 2. else the GPUs visible now: machine code for each, PTX for the newest;
-3. else the architectures the installed PyTorch was built for, PTX for the newest.
+3. else the architectures the installed PyTorch was built for from sm_80 on (gpuaug supports
+   sm_80 and newer), PTX for the newest.
 
 Architectures that the nvcc given as the second argument cannot compile are left out (with a
 note on stderr). Usage: python cuda_architectures.py [TORCH_CUDA_ARCH_LIST] [NVCC]
@@ -39,7 +40,8 @@ def from_torch():
         return with_ptx_for_newest(f"{major}{minor}" for major, minor in capabilities)
     # get_arch_list() is empty without a GPU; the flags it reads are there all the same.
     flags = torch._C._cuda_getArchFlags().split()
-    return with_ptx_for_newest(f[3:] for f in flags if f.startswith("sm_"))
+    return with_ptx_for_newest(f[3:] for f in flags
+                               if f.startswith("sm_") and int(re.match(r"\d+", f[3:])[0]) >= 80)
 
 
 def nvcc_can_compile(nvcc):

@@ -1,6 +1,6 @@
 // color_transform's parameters as its kernels read them: per-sample arrays through pointers,
 // shared values that live on the CPU (beside a CUDA image) by value, so that no host-device copy
-// or synchronisation is ever needed.
+// or synchronisation is ever needed; and the reduction of the parameters' gradients.
 #pragma once
 
 #include <ATen/Dispatch.h>
@@ -13,6 +13,23 @@
 
 #include "kernels/color_math.h"
 #include "kernels/color_transform.h"
+#include "kernels/image_layout.h"
+
+namespace gpuaug {
+
+// Parameters flattened for the kernels, in the compute dtype, on their own device: color as
+// [C] or [N, C], the others as [] or [N].
+at::Tensor color_param(const at::Tensor& param, at::ScalarType compute_dtype);
+
+// The dtype the per-pixel arithmetic runs in: double for float64 images, else float.
+at::ScalarType color_compute_dtype(const at::Tensor& image);
+
+// Turns per-block sums of the parameter gradients, [N * T, blocks, C + 3] laid out as (color...,
+// brightness, contrast, gamma), into the parameter gradients of `grads` (which it fills).
+void color_reduce_param_grads(const at::Tensor& partial_sums, const ImageGeometry& geometry,
+                              ColorGrads& grads);
+
+}  // namespace gpuaug
 
 namespace gpuaug::color {
 

@@ -31,13 +31,13 @@ void check_same_shape(const char* op, const char* arg_a, const at::Tensor& a, co
                       const at::Tensor& b);
 
 // Numbers for error messages, as strings, formatted without iostreams. Streaming an integer into
-// TORCH_CHECK's message segfaults when the extension is compiled by the GPU machine's GCC 13
-// (Ubuntu 24.04) against the PyTorch 2.11 wheel, in C++17 and C++20 alike, and in a minimal
-// torch.utils.cpp_extension module too, so it is neither gpuaug's code nor a mix of standards:
-// the backtrace shows std::ostream::_M_insert<long> instantiated inside the extension calling a
-// codecvt<char16_t> method, i.e. the wrong facet, as when the facet ids the extension resolves
-// (some from the wheel's own copy of libstdc++ internals) are not the ones the runtime libstdc++
-// registered. GCC 12 here is unaffected. Strings and c10's own types never touch those facets.
+// TORCH_CHECK's message segfaults when the extension is compiled by GCC 13 (Ubuntu 24.04) against
+// the PyTorch 2.11 wheel, in C++17 and C++20 alike, and in a minimal torch.utils.cpp_extension
+// module too, so it is neither gpuaug's code nor a mix of standards: the backtrace shows
+// std::ostream::_M_insert<long> instantiated inside the extension calling a codecvt<char16_t>
+// method, i.e. the wrong facet, as when the facet ids the extension resolves (some from the
+// wheel's own copy of libstdc++ internals) are not the ones the runtime libstdc++ registered.
+// GCC 12 is unaffected. Strings and c10's own types never touch those facets.
 std::string shape_str(c10::SymIntArrayRef sizes);
 std::string size_str(const c10::SymInt& size);
 std::string number_str(double value);

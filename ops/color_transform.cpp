@@ -8,9 +8,13 @@
 
 #include "gpuaug/ops.h"
 #include "kernels/color_math.h"
+#include "kernels/image_layout.h"
 #include "ops/checks.h"
 
 namespace gpuaug {
+
+Loops<ColorForwardLoop> color_transform_loops;
+Loops<ColorBackwardLoop> color_transform_backward_loops;
 
 TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
   m.def(
@@ -174,7 +178,7 @@ at::Tensor color_transform_meta(const at::Tensor& image, const at::Tensor& color
   TORCH_CHECK(mean.has_value() == stddev.has_value(), kOp,
               ": 'mean' and 'std' normalise together: pass both or neither, but got only '",
               mean.has_value() ? "mean" : "std", "'");
-  return color_empty_like(image, out_dtype);
+  return empty_like_image(image, out_dtype);
 }
 
 ColorGrads color_transform_backward_meta(const at::Tensor& grad, const at::Tensor& image,
@@ -194,7 +198,7 @@ ColorGrads color_transform_backward_meta(const at::Tensor& grad, const at::Tenso
   auto param_grad = [&](const at::Tensor& p) {
     return at::empty_symint(p.sym_sizes(), p.options().device(image.device()));
   };
-  return {color_empty_like(image, image.scalar_type()), param_grad(color), param_grad(brightness),
+  return {empty_like_image(image, image.scalar_type()), param_grad(color), param_grad(brightness),
           param_grad(contrast), param_grad(gamma)};
 }
 

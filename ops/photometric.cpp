@@ -11,11 +11,15 @@
 #include <string>
 
 #include "gpuaug/ops.h"
-#include "kernels/photometric.h"
-#include "kernels/photometric_math.h"
+#include "kernels/image_layout.h"
+#include "kernels/photometric/photometric.h"
+#include "kernels/photometric/stages.h"
 #include "ops/checks.h"
 
 namespace gpuaug {
+
+Loops<PhotometricLoop> photometric_loops;
+Loops<PhotometricBackwardLoop> photometric_backward_loops;
 
 TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
   m.def(
@@ -353,7 +357,7 @@ at::Tensor photometric_meta(const at::Tensor& image, c10::IntArrayRef stages,
   }
   const auto out_dtype = dtype.value_or(image.scalar_type());
   check_output(image, out_dtype, mean, stddev);
-  return color_empty_like(image, out_dtype);
+  return empty_like_image(image, out_dtype);
 }
 
 at::Tensor photometric_backward_meta(const at::Tensor& grad, const at::Tensor& image,

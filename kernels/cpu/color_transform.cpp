@@ -16,11 +16,11 @@ using namespace gpuaug::color;
 constexpr int64_t kPixelsPerTask = 4096;
 
 struct Walk {
-  ColorGeometry g;
+  ImageGeometry g;
   int64_t tasks_per_image;
   int64_t channel_step, pixel_step;  // element distance between channels, between pixels
 
-  explicit Walk(const ColorGeometry& geometry)
+  explicit Walk(const ImageGeometry& geometry)
       : g(geometry),
         tasks_per_image((geometry.pixels + kPixelsPerTask - 1) / kPixelsPerTask),
         channel_step(geometry.interleaved ? 1 : geometry.pixels),
@@ -102,8 +102,8 @@ void color_transform(const at::Tensor& out, const at::Tensor& image, const at::T
                      const at::Tensor& gamma, const std::optional<at::Tensor>& apply,
                      std::optional<c10::ArrayRef<double>> mean,
                      std::optional<c10::ArrayRef<double>> stddev) {
-  const at::Tensor in = color_dense_image(image);
-  const Walk walk(color_geometry(in));
+  const at::Tensor in = dense_image(image);
+  const Walk walk(image_geometry(in));
   dispatch_dtypes<true>(in.scalar_type(), out.scalar_type(), [&](auto in_tag, auto out_tag) {
     using in_t = typename decltype(in_tag)::type;
     using out_t = typename decltype(out_tag)::type;
@@ -125,9 +125,9 @@ void color_transform_backward(ColorGrads& grads, const at::Tensor& grad, const a
                               const std::optional<at::Tensor>& apply,
                               std::optional<c10::ArrayRef<double>> stddev) {
   at::Tensor& grad_image = std::get<0>(grads);
-  const at::Tensor in = color_dense_image(image);
-  const at::Tensor grad_in = color_grad_in_layout(grad, grad_image);
-  const Walk walk(color_geometry(in));
+  const at::Tensor in = dense_image(image);
+  const at::Tensor grad_in = grad_in_image_layout(grad, grad_image);
+  const Walk walk(image_geometry(in));
   const at::Tensor partial_sums =
       at::zeros({walk.g.samples * walk.g.frames, walk.tasks_per_image, walk.g.channels + 3},
                 in.options().dtype(color_compute_dtype(in)));

@@ -1,8 +1,7 @@
 // gpuaug::lltm's CPU pointwise stages, through ATen's vectorised kernels, a pass each over the
 // gates or the state: on the CPU a fused loop's transcendental functions, four an element in
-// the forward and scalar, cost several times the passes (B = 256, S = 1024, two x86 cores: the
-// forward's stage 13 ms fused, 2 ms so). ops/lltm.cpp does the matrix products, checks,
-// allocates and calls them.
+// the forward and scalar, cost several times the passes. ops/lltm.cpp does the matrix products,
+// checks, allocates and calls them.
 #include <ATen/OpMathType.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/addcmul.h>

@@ -124,8 +124,8 @@ struct SampleState {
 };
 
 // uint8 output is compute-bound: it runs a grid the GPU holds at once, whose threads take several
-// groups each (measured: 34% -> 56% of the copy bandwidth for uint8 -> uint8, while float32 lost
-// 5 points that way, and so did uint8 -> float32). Memory-bound outputs run one group per thread.
+// groups each, which speeds uint8 -> uint8 but slows float32 and uint8 -> float32 outputs.
+// Memory-bound outputs run one group per thread.
 template <typename out_t>
 constexpr bool kPersistent = std::is_same_v<out_t, uint8_t>;
 
@@ -234,7 +234,7 @@ forward_vectorized(const in_t* __restrict__ in, out_t* __restrict__ out, uint32_
 
 // Launches forward_vectorized<..., Interleaved> over total_groups groups.
 template <typename in_t, typename out_t, typename P, bool Interleaved>
-void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const ColorGeometry& g,
+void launch_vectorized(const in_t* src, out_t* dst, int64_t total_groups, const ImageGeometry& g,
                        const Params<P>& params, cudaStream_t stream) {
   constexpr auto kernel = forward_vectorized<in_t, out_t, P, Interleaved>;
   constexpr int V = kPixelsPerGroup<in_t, out_t>;
@@ -293,8 +293,8 @@ void color_transform(const at::Tensor& out, const at::Tensor& image, const at::T
                      std::optional<c10::ArrayRef<double>> stddev) {
   const c10::cuda::CUDAGuard device_guard(image.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const at::Tensor in = color_dense_image(image);
-  const ColorGeometry g = color_geometry(in);
+  const at::Tensor in = dense_image(image);
+  const ImageGeometry g = image_geometry(in);
   const int64_t images = g.samples * g.frames;
   dispatch_dtypes<true>(in.scalar_type(), out.scalar_type(), [&](auto in_tag, auto out_tag) {
     using in_t = typename decltype(in_tag)::type;

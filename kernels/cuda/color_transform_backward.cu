@@ -191,9 +191,9 @@ total_over_samples(const P* __restrict__ sample_sums, int64_t samples, int chann
 
 // The parameters' gradients from the backward kernel's partial sums: per sample in one kernel,
 // over the samples in a second one only where a parameter is shared. (One kernel whose threads
-// each walked a sample's partials was latency-bound: 25 us of a 100 us backward.)
+// each walked a sample's partials was latency-bound, a large share of the backward.)
 template <typename P>
-void finish_param_grads(const at::Tensor& partial_sums, const ColorGeometry& g,
+void finish_param_grads(const at::Tensor& partial_sums, const ImageGeometry& g,
                         ColorGrads& grads, cudaStream_t stream) {
   at::Tensor* targets[4] = {&std::get<1>(grads), &std::get<2>(grads), &std::get<3>(grads),
                             &std::get<4>(grads)};
@@ -237,9 +237,9 @@ void color_transform_backward(ColorGrads& grads, const at::Tensor& grad, const a
   const c10::cuda::CUDAGuard device_guard(image.device());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   at::Tensor& grad_image = std::get<0>(grads);
-  const at::Tensor in = color_dense_image(image);
-  const at::Tensor grad_in = color_grad_in_layout(grad, grad_image);
-  const ColorGeometry g = color_geometry(in);
+  const at::Tensor in = dense_image(image);
+  const at::Tensor grad_in = grad_in_image_layout(grad, grad_image);
+  const ImageGeometry g = image_geometry(in);
   const int64_t images = g.samples * g.frames;
   const auto compute_dtype = color_compute_dtype(in);
   at::Tensor partial_sums;

@@ -19,8 +19,8 @@ namespace gpuaug::cuda {
 namespace {
 
 // A block is one thread per element of a tile of 32 samples by 8 state columns, each thread's
-// loads issued before its arithmetic. (Tiles of 32 x 32, four elements a thread, took 15-25%
-// longer at B, S = 256, 1024 on an H100, and about twice as long at 16, 128.)
+// loads issued before its arithmetic. (Tiles of 32 x 32, four elements a thread, were slower at
+// every size tried, by far for small batches.)
 constexpr int kSamples = 32;  // threadIdx.x: a warp's samples, along which the gates are contiguous
 constexpr int kColumns = kThreads / kSamples;  // threadIdx.y: 8
 

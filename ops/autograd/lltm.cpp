@@ -76,7 +76,7 @@ struct LltmDoubleBackward : public Node {
   std::string name() const override { return "LltmDoubleBackward"; }
 };
 
-// PyTorch owns graph nodes by c10::intrusive_ptr since pytorch#181139 (2026); before, by
+// PyTorch owns graph nodes by c10::intrusive_ptr since pytorch#181139; before, by
 // std::shared_ptr with deleteNode, which unrolls the destruction of a long chain of steps.
 // Deciding on the type, not on the version, keeps both in one build; deleteNode is looked up by
 // argument (its argument depends on NodeType) only where the branch is taken.

@@ -7,7 +7,7 @@
 
 #include "gpuaug/ops.h"
 #include "ops/checks.h"
-#include "kernels/photometric.h"
+#include "kernels/photometric/photometric.h"
 #include "ops/photometric.h"
 
 namespace gpuaug {

@@ -55,7 +55,7 @@ _check_torch()
 torch.ops.load_library(library_path)
 
 from . import functional, jit, nn, transforms  # noqa: E402
-from .photo import Stage, photometric  # noqa: E402
+from ._program import Stage, photometric  # noqa: E402
 from .color import color_transform  # noqa: E402
 
 

@@ -7,8 +7,9 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
-from .photo import (_color_augment_stage, _concatenated, _converts, _merged_levels, _Photometric,
-                    _set_nesting)
+from ._base import _converts, _Photometric
+from ._program import _concatenated, _merged_levels, _set_nesting
+from .color_augment import ColorAugment, _color_augment_stage
 
 
 class _Container(_Photometric):
@@ -112,7 +113,6 @@ def _held(transforms: Sequence[nn.Module], owner: str) -> List[nn.Module]:
                         f"transforms or an nn.ModuleList, got {type(transforms).__name__}")
     if len(transforms) == 0:
         raise ValueError(f"gpuaug.transforms.{owner}: expected at least one transform")
-    from .transforms import ColorAugment  # which imports this module
     held = [_color_augment_stage(t, owner) if isinstance(t, ColorAugment) else t
             for t in transforms]
     for t in held:

@@ -11,7 +11,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from .photo import Stage, _params, _Photometric
+from ._base import _Photometric
+from ._program import Stage, _params
 
 
 class Grayscale(_Photometric):

@@ -1,16 +1,15 @@
 """python -m gpuaug.demo: runs every gpuaug op on random inputs, on the GPU if there is one,
-and checks values and gradients against PyTorch. Exits non-zero on a mismatch."""
+and checks values and gradients against PyTorch. Exits non-zero on a mismatch. Needs torch
+alone; with the `demo` extra (pip install gpuaug[demo]) it also writes the picture of the colour
+augmentation of real photographs."""
 
 import sys
 
 import torch
+import torch.nn.functional as F
 
 import gpuaug
-
-try:
-    from gpuaug import demo_color
-except ImportError as missing:  # the photographs and the PNG need what a plain install lacks
-    sys.exit(f"python -m gpuaug.demo needs {missing.name}: pip install numpy pillow scikit-image")
+from gpuaug import demo_color
 
 DTYPES = (torch.float32, torch.bfloat16)
 # Relative to the largest reference value: the ops round like PyTorch, but gradients summed over
@@ -55,8 +54,53 @@ def elementwise(device: torch.device, dtype: torch.dtype) -> list:
     return rows
 
 
+def lltm(device: torch.device, dtype: torch.dtype) -> list:
+    """One LLTM step and its gradients against the cell written in PyTorch (in float64)."""
+    batch, features, state = 16, 24, 32
+    g = torch.Generator().manual_seed(4)
+    shapes = [(batch, features), (3 * state, state + features), (3 * state,), (batch, state),
+              (batch, state)]
+    args = [(torch.rand(shape, generator=g) * 2 - 1).to(device, dtype).requires_grad_()
+            for shape in shapes]
+    new_h, new_cell = gpuaug.lltm(*args)
+    grads = [torch.randn_like(new_h), torch.randn_like(new_cell)]
+    got = torch.autograd.grad((new_h, new_cell), args, grads)
+
+    wide = [a.detach().double().requires_grad_() for a in args]
+    x, weights, bias, old_h, old_cell = wide
+    gates = torch.cat([old_h, x], 1) @ weights.t() + bias
+    i, o, c = gates.chunk(3, dim=1)
+    want_cell = old_cell + F.elu(c) * torch.sigmoid(i)
+    want_h = torch.tanh(want_cell) * torch.sigmoid(o)
+    want = torch.autograd.grad((want_h, want_cell), wide, [t.double() for t in grads])
+    rows = [compare("lltm h", new_h, want_h.to(dtype)),
+            compare("lltm cell", new_cell, want_cell.to(dtype))]
+    names = ("input", "weights", "bias", "old_h", "old_cell")
+    rows += [compare(f"lltm grad {name}", a, b.to(dtype)) for name, a, b in zip(names, got, want)]
+    return rows
+
+
+# A leaky ReLU compiled at run time (NVRTC, on CUDA); on the CPU its fallback runs.
+LEAKY = gpuaug.jit.elementwise(
+    "demo_leaky_relu", "x > 0 ? x : x * opmath_t(0.01)",
+    grads=["x > 0 ? grad : grad * opmath_t(0.01)"],
+    cpu_fallback=lambda x: F.leaky_relu(x, 0.01))
+
+
+def jit(device: torch.device, dtype: torch.dtype) -> list:
+    """gpuaug.jit.elementwise's operator and its gradient against F.leaky_relu."""
+    x = torch.randn(8, 3, 64, 64, device=device, dtype=dtype, requires_grad=True)
+    grad = torch.randn_like(x)
+    y = LEAKY(x)
+    (dx,) = torch.autograd.grad(y, x, grad)
+    want = F.leaky_relu(x, 0.01)
+    (want_dx,) = torch.autograd.grad(want, x, grad)
+    op = "jit" if device.type == "cuda" else "jit fallback"
+    return [compare(op, y, want), compare(f"{op} grad", dx, want_dx)]
+
+
 # A section per family of ops: (device, dtype) -> rows of compare().
-SECTIONS = [elementwise]
+SECTIONS = [elementwise, lltm, jit]
 
 
 def main() -> int:
@@ -70,9 +114,9 @@ def main() -> int:
     torch.manual_seed(0)
     rows = [row for section in SECTIONS for dtype in DTYPES for row in section(device, dtype)]
     rows += demo_color.run(device)
-    print(f"{'op':<16}{'device':<8}{'dtype':<10}{'max abs error':<15}status")
+    print(f"{'op':<22}{'device':<8}{'dtype':<10}{'max abs error':<15}status")
     for op, dev, dtype, error, ok in rows:
-        print(f"{op:<16}{dev:<8}{dtype:<10}{error:<15.3g}{'ok' if ok else 'MISMATCH'}")
+        print(f"{op:<22}{dev:<8}{dtype:<10}{error:<15.3g}{'ok' if ok else 'MISMATCH'}")
     failed = sum(not row[-1] for row in rows)
     print(f"\n{len(rows) - failed}/{len(rows)} checks passed")
     return 1 if failed else 0

@@ -3,28 +3,48 @@ photometric pipeline's), and checks of both against float64 references.
 
 Called by ``python -m gpuaug.demo``; ``python -m gpuaug.demo_color [PATH] [--tile PX] [--palette]``
 writes the grid alone (examples/color_augment_grid.png: ``--tile 160 --palette``). The photographs
-are scikit-image's bundled samples (no download).
+are scikit-image's bundled samples (no download); they and the PNG need the `demo` extra
+(``pip install gpuaug[demo]``), without which ``gpuaug.demo`` checks on a synthetic batch.
 """
 
 import argparse
 import os
+import sys
 from typing import Optional
 
-import numpy as np
-import skimage.data
 import torch
-from PIL import Image
 
 from . import transforms as T
-from .photo import Stage, photometric
+from ._program import Stage, photometric
 from .transforms import ColorAugment
+
+# The photographs and the PNG need the `demo` extra; the checks run without it, on a synthetic
+# batch.
+try:
+    import numpy as np
+    import skimage.data
+    from PIL import Image
+except ImportError as error:
+    MISSING: Optional[str] = error.name
+else:
+    MISSING = None
+EXTRA_HINT = "pip install gpuaug[demo] (numpy, pillow and scikit-image)"
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
+def require_extra() -> None:
+    """A clear error where the photographs' packages are missing."""
+    if MISSING is not None:
+        raise ModuleNotFoundError(f"gpuaug.demo_color: the photographs and the picture need "
+                                  f"{MISSING}, which is not installed: {EXTRA_HINT}",
+                                  name=MISSING)
+
+
 def load_photos(size: int) -> torch.Tensor:
     """The photographs, centre-cropped square and resized: uint8 [N, 3, size, size]."""
+    require_extra()
     tiles = []
     for name in PHOTOS:
         image = Image.fromarray(getattr(skimage.data, name)())
@@ -63,6 +83,7 @@ def write_grid(path: str, device: torch.device, tile: int = 256, rows: int = 2,
     """Originals in the first row, then `rows` independently augmented versions by ColorAugment
     and `rows` by the photometric pipeline; `palette`: 256 dithered colours, a file about a third
     the size (for the README's copy)."""
+    require_extra()
     photos = load_photos(tile).to(device)
     # Somewhat wider ranges than ColorAugment's defaults, so that the effect shows.
     augment = ColorAugment(color=(0.7, 1.3), brightness=(-0.12, 0.12), contrast=(0.75, 1.3),
@@ -81,7 +102,7 @@ def write_grid(path: str, device: torch.device, tile: int = 256, rows: int = 2,
 
 
 def photometric_check(photos: torch.Tensor) -> tuple[str, str, str, float, bool]:
-    """photometric on the photographs in float64 (brightness, saturation, contrast, invert, each
+    """photometric on the images in float64 (brightness, saturation, contrast, invert, each
     sample its own factors) against torchvision's formulas written out in float64."""
     x = photos.double() / 255
     n = x.shape[0]
@@ -101,15 +122,30 @@ def photometric_check(photos: torch.Tensor) -> tuple[str, str, str, float, bool]
     return ("photometric", str(out.device), "f64", error, error <= 1e-12)
 
 
+def synthetic_photos(size: int) -> torch.Tensor:
+    """Smooth random colour fields in place of the photographs: uint8 [4, 3, size, size]."""
+    g = torch.Generator().manual_seed(3)
+    coarse = torch.rand([len(PHOTOS), 3, 8, 8], generator=g)
+    fine = torch.nn.functional.interpolate(coarse, size=(size, size), mode="bilinear",
+                                           align_corners=False)
+    return fine.mul(255).round().to(torch.uint8)
+
+
 def run(device: Optional[torch.device] = None,
         path: str = "color_augment_grid.png") -> list[tuple[str, str, str, float, bool]]:
-    """Writes the grid and checks ColorAugment on the photographs (uint8 in, float32 out,
-    normalised) and photometric (float64) against float64 formulas. Returns rows of the demo's
-    table: (op, device, dtype, max abs error, ok)."""
+    """Writes the grid (with the `demo` extra) and checks ColorAugment on the photographs, or on
+    a synthetic batch without them (uint8 in, float32 out, normalised), and photometric
+    (float64) against float64 formulas. Returns rows of the demo's table: (op, device, dtype,
+    max abs error, ok)."""
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    write_grid(path, device)
-    print(f"color_transform: wrote {os.path.abspath(path)}")
-    photos = load_photos(224).to(device)
+    if MISSING is None:
+        write_grid(path, device)
+        print(f"color_transform: wrote {os.path.abspath(path)}")
+        photos = load_photos(224).to(device)
+    else:
+        print(f"color_transform: no picture ({MISSING} is missing: {EXTRA_HINT}); checking "
+              "on a synthetic batch")
+        photos = synthetic_photos(224).to(device)
     augment = ColorAugment(p=0.75, dtype=torch.float32, mean=MEAN, std=STD,
                            generator=torch.Generator(device).manual_seed(1))
     params = augment.sample_params(photos)
@@ -126,6 +162,8 @@ def main() -> None:
     parser.add_argument("--tile", type=int, default=256, help="pixels per photograph")
     parser.add_argument("--palette", action="store_true", help="256 colours: a smaller file")
     args = parser.parse_args()
+    if MISSING is not None:
+        sys.exit(f"python -m gpuaug.demo_color needs {MISSING} for the photographs: {EXTRA_HINT}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     write_grid(args.path, device, args.tile, palette=args.palette)
 

@@ -10,13 +10,14 @@ from typing import Any, List, Optional
 import torch
 from torch import nn
 
+from .compose import Compose
 from .conversion import RGB, Grayscale, Normalize, ToDtype
-from .photo import (ColorJitter, Compose, RandomAutocontrast, RandomChannelPermutation,
-                    RandomEqualize, RandomGrayscale, RandomInvert, RandomPhotometricDistort,
-                    RandomPosterize, RandomSolarize)
+from .jitter import ColorJitter, RandomChannelPermutation, RandomPhotometricDistort
 from .random_apply import RandomApply
 from .random_choice import RandomChoice
 from .random_order import RandomOrder
+from .random_stages import (RandomAutocontrast, RandomEqualize, RandomGrayscale, RandomInvert,
+                            RandomPosterize, RandomSolarize)
 
 # torchvision's photometric transforms by class name: gpuaug's of their arguments
 _PHOTOMETRIC = {

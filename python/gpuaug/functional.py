@@ -8,11 +8,12 @@ contrast, saturation, hue, grayscale, invert). Images are ``[C, H, W]``, ``[N, C
 floating. Numbers are checked as torchvision checks them; a tensor's values only on the CPU (a
 check on the GPU would wait for it)."""
 
+import numbers
 from typing import List, Union
 
 import torch
 
-from .photo import _channels, _check_bits, _check_threshold, _samples, _three_channels
+from ._program import _channels, _check_bits, _check_threshold, _samples, _three_channels
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
            "rgb_to_grayscale", "solarize", "posterize", "invert", "autocontrast", "equalize",
@@ -22,23 +23,28 @@ __all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_
 def adjust_brightness(image: torch.Tensor,
                       brightness_factor: Union[float, torch.Tensor]) -> torch.Tensor:
     """torchvision's adjust_brightness: the image times the factor (>= 0), clamped."""
-    return _adjusted(image, 1, brightness_factor, "brightness_factor")  # Stage.BRIGHTNESS
+    return _adjusted("adjust_brightness", image, 1,  # Stage.BRIGHTNESS
+                     brightness_factor, "brightness_factor")
 
 
 def adjust_contrast(image: torch.Tensor,
                     contrast_factor: Union[float, torch.Tensor]) -> torch.Tensor:
     """torchvision's adjust_contrast: a blend with the mean of each image's grayscale."""
-    return _adjusted(image, 2, contrast_factor, "contrast_factor")  # Stage.CONTRAST
+    return _adjusted("adjust_contrast", image, 2,  # Stage.CONTRAST
+                     contrast_factor, "contrast_factor")
 
 
 def adjust_saturation(image: torch.Tensor,
                       saturation_factor: Union[float, torch.Tensor]) -> torch.Tensor:
     """torchvision's adjust_saturation: a blend with each pixel's grayscale."""
-    return _adjusted(image, 3, saturation_factor, "saturation_factor")  # Stage.SATURATION
+    return _adjusted("adjust_saturation", image, 3,  # Stage.SATURATION
+                     saturation_factor, "saturation_factor")
 
 
 def adjust_hue(image: torch.Tensor, hue_factor: Union[float, torch.Tensor]) -> torch.Tensor:
     """torchvision's adjust_hue: the hue shifted by the factor (in [-0.5, 0.5]) through HSV."""
+    if not torch.jit.is_scripting():
+        _check_value("adjust_hue", "hue_factor", hue_factor)
     if not isinstance(hue_factor, torch.Tensor) and not -0.5 <= hue_factor <= 0.5:
         raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
     return _call(image, 4, _factors(image, hue_factor, "hue_factor"))  # Stage.HUE
@@ -60,6 +66,8 @@ def rgb_to_grayscale(image: torch.Tensor, num_output_channels: int = 1) -> torch
 def solarize(image: torch.Tensor, threshold: Union[float, torch.Tensor]) -> torch.Tensor:
     """torchvision's solarize: values at or above the threshold (in the image's range: 0..255 for
     uint8) inverted."""
+    if not torch.jit.is_scripting():
+        _check_value("solarize", "threshold", threshold)
     if not isinstance(threshold, torch.Tensor):
         _check_threshold(threshold, image.dtype)
     return _call(image, 6, _factors(image, threshold, "threshold"))  # Stage.SOLARIZE
@@ -120,12 +128,29 @@ def permute_channels(image: torch.Tensor,
     return _call(image, 9, _factors(image, float(code), "permutation"))  # Stage.PERMUTE_CHANNELS
 
 
-def _adjusted(image: torch.Tensor, stage: int, factor: Union[float, torch.Tensor],
-              name: str) -> torch.Tensor:
+def _adjusted(function: str, image: torch.Tensor, stage: int,
+              factor: Union[float, torch.Tensor], name: str) -> torch.Tensor:
     # brightness, contrast and saturation: a factor >= 0
+    if not torch.jit.is_scripting():
+        _check_value(function, name, factor)
     if not isinstance(factor, torch.Tensor) and factor < 0:
         raise ValueError(f"{name} ({factor}) is not non-negative.")
     return _call(image, stage, _factors(image, factor, name))
+
+
+def _check_value(function: str, name: str, value: object) -> None:
+    """A number or a tensor, else a clear error (a list would fail at a comparison with a
+    message that names neither the function nor the argument). Eager Python only: TorchScript
+    checks the types itself."""
+    if isinstance(value, (numbers.Real, torch.Tensor)):
+        return
+    hint = ""
+    if isinstance(value, (list, tuple)):
+        hint = (f" (one value a sample: pass them as a tensor, torch.tensor({list(value)!r}, "
+                "device=image.device))")
+    raise TypeError(f"gpuaug.functional.{function}: expected '{name}' as a number, or a floating "
+                    "tensor of one value or of one a sample on the image's device, but got "
+                    f"{type(value).__name__}{hint}")
 
 
 def _call(image: torch.Tensor, stage: int, factors: torch.Tensor) -> torch.Tensor:

@@ -68,6 +68,11 @@ class ElementwiseOperator:
                 raise TypeError(f"gpuaug.jit operator '{self.name}': expected '{input_name}' to be a "
                                 f"torch.Tensor, but got {type(t).__name__}")
         if self.cpu_fallback is not None and tensors[0].device.type == "cpu":
+            if self.grads is None and torch.is_grad_enabled() and any(
+                    t.requires_grad for t in tensors):
+                # autograd would differentiate the fallback's own PyTorch ops, where the
+                # operator on CUDA has no gradient: a backward raises on every device alike
+                return _WithoutGradient.apply(self.name, self.cpu_fallback, *tensors)
             return self.cpu_fallback(*tensors)
         return torch.ops.gpuaug.jit_elementwise.default(
             self.name, self.expression, self.inputs, list(tensors), self.grads)
@@ -82,6 +87,23 @@ class ElementwiseOperator:
     def __repr__(self) -> str:
         return (f"gpuaug.jit.elementwise({self.name!r}, {self.expression!r}, inputs={tuple(self.inputs)!r}"
                 f", grads={None if self.grads is None else tuple(self.grads)!r})")
+
+
+class _WithoutGradient(torch.autograd.Function):
+    """A CPU fallback's result for an operator without ``grads``: its backward raises, naming the
+    operator, as the CUDA operator's does."""
+
+    @staticmethod
+    def forward(ctx, name: str, fallback: Callable[..., torch.Tensor],
+                *tensors: torch.Tensor) -> torch.Tensor:
+        ctx.name = name
+        return fallback(*tensors)
+
+    @staticmethod
+    def backward(ctx, *grad_outputs: torch.Tensor):
+        raise RuntimeError(f"gpuaug::jit_elementwise '{ctx.name}': no gradient is defined (give "
+                           "gpuaug.jit.elementwise its grads); its cpu_fallback ran on the CPU, "
+                           "but the operator has no gradient there either")
 
 
 def elementwise(name: str, expression: str, inputs: Sequence[str] = ("x",),

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from .container import _Container
-from .photo import _params
+from ._program import _params
 
 
 class RandomApply(_Container):

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from .container import _Container, _held
-from .photo import _REDUCTIONS, _params
+from ._program import _REDUCTIONS, _params
 
 # the op's slots in one call
 _MOST_SLOTS = 16

@@ -1,18 +1,18 @@
-// kernels/cpu/half_floats.h, the CPU loops' float16 and bfloat16 conversions, and
-// kernels/cpu/pixel_runs.h's eight-wide ones, against c10's bit for bit: every 16-bit value
-// widened, and floats around every rounding boundary of every exponent, plus a sweep of the whole
-// range, narrowed.
+// kernels/half_floats.h, the CPU loops' float16 and bfloat16 conversions, and
+// kernels/photometric/cpu/pixel_runs.h's eight-wide ones, against c10's bit for bit: every
+// 16-bit value widened, and floats around every rounding boundary of every exponent, plus a sweep
+// of the whole range, narrowed.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/half_floats.h"
-#include "kernels/cpu/pixel_runs.h"
+#include "kernels/half_floats.h"
+#include "kernels/photometric/cpu/pixel_runs.h"
 
 namespace {
 
-namespace hf = gpuaug::cpu::half_floats;
+namespace hf = gpuaug::half_floats;
 
 uint32_t bits_of(float v) { return c10::bit_cast<uint32_t>(v); }
 

@@ -1,4 +1,4 @@
-// kernels/photometric_grad.h's backprop_pixel: the GPU's way (each step's input recomputed by a
+// kernels/photometric/grad.h's backprop_pixel: the GPU's way (each step's input recomputed by a
 // forward, resuming after the last hue or color_augment step) against the CPU's (every step's
 // input kept), bit for bit, on random programs of one to nine steps of ten kinds, in float32 and
 // float64, to the image and to the reduction's step (the mean's pass).
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "kernels/photometric_grad.h"
+#include "kernels/photometric/grad.h"
 
 namespace {
 

@@ -6,7 +6,6 @@ once to the op's dtype: for relu, mul and round_ste that is exactly what the ker
 """
 import math
 import os
-import pathlib
 import sys
 
 import pytest
@@ -103,11 +102,6 @@ def build_environment():
     installed (cmake, ninja) are this interpreter's."""
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
-    # libtorch_cuda needs the NCCL of torch's own wheel; a CUDA toolkit that carries an older one
-    # in its lib folder (the one on CI's machines does) would otherwise be linked against first.
-    nccl = pathlib.Path(torch.__file__).parent.parent / "nvidia" / "nccl" / "lib"
-    if nccl.is_dir():
-        env["LDFLAGS"] = f"-Wl,-rpath-link,{nccl}"
     return env
 
 

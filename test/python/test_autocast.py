@@ -1,6 +1,6 @@
 """Every op under torch.autocast (CUDA float16 and bfloat16, CPU bfloat16 and float16): which
 ops have Autocast kernels, output dtypes, values against float64 on the inputs as the op sees them
-(after autocast's casts), and gradients in their leaves' dtypes. The policy is README.md's
+(after autocast's casts), and gradients in their leaves' dtypes. The policy is docs/precision.md's
 "Mixed precision (autocast)"; the kernels are ops/autocast/*.cpp."""
 import math
 

@@ -2,6 +2,7 @@
 one, on the GPU (CUDA events behind a hold sized to the host's launch time)."""
 import itertools
 import json
+import subprocess
 import sys
 import time
 
@@ -25,6 +26,24 @@ def test_main_writes_every_selected_case(tmp_path):
         assert case["time_ms"] > 0 and case["host_ms"] > 0 and case["baseline_host_ms"] > 0
         assert case["ratio"] == pytest.approx(case["baseline_time_ms"] / case["time_ms"])
         assert 0 < case["pct_copy"]
+
+
+def test_runs_without_the_contenders():
+    """torchvision, kornia and DALI are no dependencies: without them every module of the
+    benchmark imports, and a run leaves their cases out, saying so."""
+    code = """
+import sys
+for name in ("torchvision", "kornia", "nvidia"):
+    sys.modules[name] = None
+from gpuaug.benchmark import __main__ as bench
+bench.load_case_modules()
+sys.exit(bench.main(["--device", "cpu", "--size", "4096", "--runs", "2", "--warmup", "1",
+                     "--only", "relu"]))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "torchvision, kornia, nvidia.dali" in result.stdout, result.stdout
 
 
 def test_photometric_color_augment_case_runs(tmp_path):
@@ -178,7 +197,7 @@ def test_steady_stream_is_the_pace_of_calls():
 def test_compiled_contender_computes_colorjitter(device):
     """The torch.compile contender does the work it is timed for: gpuaug's result for the same
     factors in its fixed order, but for a rare uint8 rounding (its float32 mean, its blends
-    unfused), which a later stage's factor (up to 1.4) can make 2 (the H200, once)."""
+    unfused), which a later stage's factor (up to 1.4) can make 2."""
     from gpuaug import transforms as T
     from gpuaug.benchmark.photometric_compiled import jitter
     image = torch.randint(0, 256, (32, 3, 37, 41), dtype=torch.uint8, device=device)

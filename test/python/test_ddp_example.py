@@ -24,7 +24,7 @@ def run_example(device, steps, seed=0, timeout=300):
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
                "--standalone", str(EXAMPLE), "--steps", str(steps), "--seed", str(seed),
                "--device", device]
-    # A session of its own, so that a hung run's ranks are killed with torchrun.
+    # Its own process group, so that a hung run's ranks are killed with torchrun.
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, start_new_session=True)
     try:

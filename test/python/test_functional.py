@@ -196,6 +196,25 @@ def test_errors():
         GF.adjust_brightness(image, torch.tensor([1.0, -1.0]))
 
 
+def test_factors_as_a_list():
+    """Per-sample factors as a Python list: an error naming the function, the argument, what it
+    takes and what came (not a failed comparison of a list with a number)."""
+    image = make_image([2, 3, 4, 4], torch.uint8, "cpu", seed=12)
+    calls = {"adjust_brightness": "brightness_factor", "adjust_contrast": "contrast_factor",
+             "adjust_saturation": "saturation_factor", "adjust_hue": "hue_factor",
+             "solarize": "threshold"}
+    for name, argument in calls.items():
+        with pytest.raises(TypeError, match=rf"gpuaug.functional.{name}: expected '{argument}' "
+                           r"as a number, or a floating tensor of one value or of one a sample "
+                           r"on the image's device, but got list \(one value a sample: pass "
+                           r"them as a tensor, torch.tensor\(\[0.2, 0.3\], "
+                           r"device=image.device\)\)"):
+            getattr(GF, name)(image, [0.2, 0.3])
+    with pytest.raises(TypeError, match="gpuaug.functional.adjust_brightness: expected "
+                       "'brightness_factor' as a number.*but got str"):
+        GF.adjust_brightness(image, "1.2")
+
+
 @requires_cuda
 def test_a_value_on_another_device():
     image = make_image([2, 3, 4, 4], torch.uint8, "cuda", seed=13)

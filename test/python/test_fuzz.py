@@ -9,7 +9,7 @@ The references and tolerances are those of the ops' own test files (gpuaug_testi
 test_color_transform.py, test_lltm.py). Hypothesis prints the falsifying example (its seed, shapes,
 layouts and parameters) and a `@reproduce_failure` blob on failure. Profiles (environment variable
 HYPOTHESIS_PROFILE): "ci", the default (CI_EXAMPLES examples for a test of share 1.0, per
-device: about 25 s on two CPU cores for the CPU half), and "thorough" (ten times as many).
+device), and "thorough" (ten times as many).
 """
 import importlib.util
 import math
@@ -611,7 +611,7 @@ def photometric_cases(draw):
 @examples(0.3)
 @given(case=photometric_cases())
 def test_photometric(device, case):
-    from test_photometric import make_image, torchvision_program
+    from photometric_testing import make_image, torchvision_program
     shape, dtype, kinds, factors, orders, apply, layout, seed = case
     image = arrange(make_image(list(shape), dtype, device, seed), layout)
     note_layout("image", image)
@@ -651,7 +651,7 @@ def compose_cases(draw):
         elif kind == "posterize":
             spec.append(("RandomPosterize", {"bits": draw(st.integers(1, 8)), "p": 1.0}))
         elif kind == "solarize":
-            # float32 values: the transforms' factors are (README), also for float64 images
+            # float32 values: the transforms' factors are (docs/transforms.md), also for float64 images
             threshold = (draw(st.floats(0, 1, width=32)) if floating
                          else float(draw(st.integers(0, 255))))
             spec.append(("RandomSolarize", {"threshold": threshold, "p": 1.0}))

@@ -138,6 +138,22 @@ def test_cpu_fallback():
     torch.testing.assert_close(x.grad, 1 / (1 + x.detach().abs()) ** 2)
 
 
+def test_cpu_fallback_without_grads_fails_at_backward():
+    # as the operator on CUDA does: the fallback's own PyTorch ops are not its gradient
+    op = gpuaug.jit.elementwise("square", "x * x", cpu_fallback=lambda x: x * x)
+    x = make_input((5, 3), torch.float64, seed=2, requires_grad=True)
+    y = op(x)
+    torch.testing.assert_close(y, x.detach() * x.detach())
+    assert y.requires_grad
+    with pytest.raises(RuntimeError, match="'square': no gradient is defined"):
+        y.sum().backward()
+    assert x.grad is None
+    # without autograd the fallback's result is returned as it is
+    with torch.no_grad():
+        torch.testing.assert_close(op(x), x.detach() * x.detach())
+    assert not op(x.detach()).requires_grad
+
+
 def test_meta_shapes_are_broadcast_and_dense():
     x = torch.empty(4, 1, 5, device="meta")
     y = torch.empty(3, 1, device="meta")

@@ -78,5 +78,5 @@ def test_cpu_20k_calls(name):
 @requires_cuda
 @pytest.mark.parametrize("name", EVERY_OP)
 def test_cuda_100k_calls(name):
-    """The GPU check's leak test: 100,000 calls per op, some seconds each on an H100."""
+    """The GPU check's leak test: 100,000 calls per op."""
     check_flat(name, "cuda", 100_000)

@@ -1,6 +1,6 @@
 """Containers (RandomApply, RandomChoice, RandomOrder) and Composes inside containers and
 Composes: coins nested over several levels, orders inside choices, a call per reduction. Their
-values against torchvision are test_photometric.py's ("nested containers" entries, with compile,
+values against torchvision are test_photometric_values.py's ("nested containers" entries, with compile,
 export, TorchScript and CUDA graphs)."""
 import pytest
 import torch

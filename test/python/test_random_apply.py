@@ -1,5 +1,5 @@
 """gpuaug.transforms.RandomApply: a coin per sample for the transforms it holds. Its values against
-torchvision are test_photometric.py's (its "RandomApply" and "self-supervised Compose" entries,
+torchvision are test_photometric_values.py's (its "RandomApply" and "self-supervised Compose" entries,
 with compile, export, TorchScript and CUDA graphs)."""
 import pytest
 import torch

@@ -1,5 +1,5 @@
 """gpuaug.transforms.RandomChoice: a choice per sample of the transforms it holds. Its values
-against torchvision are test_photometric.py's (its "RandomChoice" entries, with compile, export,
+against torchvision are test_photometric_values.py's (its "RandomChoice" entries, with compile, export,
 TorchScript and CUDA graphs)."""
 import pytest
 import torch

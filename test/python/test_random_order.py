@@ -1,5 +1,5 @@
 """gpuaug.transforms.RandomOrder: an order per sample of the transforms it holds. Its values
-against torchvision are test_photometric.py's (its "RandomOrder" entries, with compile, export,
+against torchvision are test_photometric_values.py's (its "RandomOrder" entries, with compile, export,
 TorchScript and CUDA graphs)."""
 import itertools
 

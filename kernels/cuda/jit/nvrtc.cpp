@@ -120,12 +120,11 @@ CompiledCode nvrtc_compile(const std::string& what, const std::string& source, i
   const bool cubin = !ptx_only && target == arch;
   const std::string arch_flag =
       std::string("--gpu-architecture=") + (cubin ? "sm_" : "compute_") + std::to_string(target);
-  // NVRTC's time on a source it has not seen is most of a first call: on an H100's host, a leaky
-  // relu took 74-88 ms at the default level and 47-49 ms at --Ofast-compile=mid (an empty kernel
-  // 34-39 ms). That level does not unroll loops, so the generated source has none over its
+  // NVRTC's time on a source it has not seen is most of a first call, and --Ofast-compile=mid
+  // cuts much of it. That level does not unroll loops, so the generated source has none over its
   // operands (elementwise_source.cpp). --minimal leaves out what an element-wise expression has
-  // no use for (textures, surfaces, device-side runtime calls; the math functions stay): a
-  // fifth less again. NVRTC 13 knows both options.
+  // no use for (textures, surfaces, device-side runtime calls; the math functions stay), which
+  // shortens it again. NVRTC 13 knows both options.
   std::vector<const char*> options = {arch_flag.c_str(), "--std=c++17",
                                       "--device-as-default-execution-space"};
   if (api.major >= 13) {

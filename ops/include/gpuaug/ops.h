@@ -1,6 +1,6 @@
 // gpuaug's C++ API: typed functions that call the registered operators through the dispatcher,
 // so they take the same CPU, CUDA and autograd paths as torch.ops.gpuaug.* in Python.
-// Under autocast they follow README's "Mixed precision (autocast)" (kernels in ops/autocast/).
+// Under autocast they follow docs/precision.md's autocast table (kernels in ops/autocast/).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -48,8 +48,8 @@ at::Tensor color_transform(const at::Tensor& image, const at::Tensor& color,
 
 // torchvision's photometric adjustments (transforms.v2.functional), per sample, in one pass over
 // the image (two with a reduction stage: contrast's grayscale mean, autocontrast's channel
-// minima and maxima). `stages` names the slots' kinds (photo::Kind in kernels/photometric.h:
-// brightness 1, contrast 2, saturation 3, hue 4, grayscale 5, solarize 6, posterize 7, invert 8,
+// minima and maxima). `stages` names the slots' kinds (photo::Kind in
+// kernels/photometric/photometric.h: brightness 1, contrast 2, saturation 3, hue 4, grayscale 5, solarize 6, posterize 7, invert 8,
 // permute_channels 9, autocontrast 10, equalize 11, color_augment 12 (color_transform's formula;
 // its slot, the first gain, is followed by five color_augment parameter slots, code 13: the
 // other two gains, brightness, contrast, gamma); at most one reduction stage; none: the

@@ -102,7 +102,7 @@ def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.dev
     a CPU), and the host's time to launch it. Each sample times a burst of calls lasting about
     half a millisecond, queued behind a kernel that holds the GPU until the host has enqueued
     them all (nvbench's blocking kernel), so that the number is the GPU's time per call, not the
-    host's: on an H100's host, launching a call took 15-27 us that the GPU ran in 15 us. The
+    host's (launching a short kernel can take the host longer than the GPU takes to run it). The
     hold is HOLD_US_PER_CALL per call of the burst, or longer where a calibration burst took the
     host longer (draws of random parameters, a Python loop, the autograd engine), so that such
     calls too are timed at the GPU's pace; their host time is reported beside. With `latency`,
@@ -153,9 +153,8 @@ def timed(fn: Callable[..., Any], sets: list[tuple[Any, ...]], device: torch.dev
         while True:
             if held:
                 # Each burst starts on an idle GPU: queued behind the earlier bursts and their
-                # holds, the host filled CUDA's launch queue and then launched at the GPU's pace
-                # (RandomPhotometricDistort read 0.2-1.3 ms of host time a call, and once 0.248 ms
-                # of GPU time against 0.117, the GPU waiting on the blocked host). One untimed
+                # holds, the host filled CUDA's launch queue and then launched at the GPU's pace,
+                # and the GPU's time read the blocked host's waits. One untimed
                 # call after the wait, so that the burst's host time is that of a warm host, on
                 # the input set before the burst's first (whose input it would leave in L2).
                 torch.cuda.synchronize()

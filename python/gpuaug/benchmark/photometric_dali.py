@@ -15,8 +15,8 @@ from typing import List, Optional
 
 import torch
 
-# Batches DALI's source cycles through, so that it does not find its input in L2 (three of
-# 38.5 MB at the headline size, against the H200's 60 MB of L2).
+# Batches DALI's source cycles through, so that it does not find its input in L2 (three
+# headline-size batches are larger than a Hopper GPU's L2).
 SOURCE_BATCHES = 3
 
 
