@@ -147,22 +147,27 @@ class _Photometric(TorchvisionInputs, nn.Module):
             return values * image.shape[-3]
         return values
 
-    def _calls(self, image: torch.Tensor,
-               params: Optional[Dict[str, torch.Tensor]]) -> torch.Tensor:
+    def _calls(self, image: torch.Tensor, params: Optional[Dict[str, torch.Tensor]],
+               drawn: Optional[torch.Tensor] = None, start: int = 0) -> torch.Tensor:
         # a 1-channel image repeated to three channels before slot expand_slot (in the last
-        # call where it is the end), if it still has one channel there: the call there split
+        # call where it is the end), if it still has one channel there: the call there split.
+        # ``drawn`` and ``start``: a Compose's geometry ran the calls before ``start`` with
+        # these uniforms (gpuaug::augment)
         expand = self.expand_slot if _channels(image) == 1 else -1
         if params is None:  # the uniforms alone: the op draws each call's parameters of them
-            self._check(image.dtype, image.shape[-3])
-            u = self._prepared(self._uniforms(image))
+            if drawn is None:
+                self._check(image.dtype, image.shape[-3])
+                u = self._prepared(self._uniforms(image))
+            else:
+                u = drawn
             calls = len(self.program_bounds) - 1
-            if calls == 1 and expand < 0:  # the common case: no slicing
+            if calls == 1 and expand < 0 and start == 0:  # the common case: no slicing
                 return self._call(image, self._op_call(self.program, u, None, None,
                                                        self.call_draws[0],
                                                        self.program_outputs[0]),
                                   self.keeps_first_plane)
             out = image
-            for i in range(calls):
+            for i in range(start, calls):
                 first, end = self.program_bounds[i], self.program_bounds[i + 1]
                 draws = self.call_draws[i]
                 if out.shape[-3] != 1:  # three already: repeated, or a Normalize broadcast it
@@ -181,13 +186,13 @@ class _Photometric(TorchvisionInputs, nn.Module):
             return out
         _check_params(params, ["factors", "order", "apply"])
         calls = len(self.bounds) - 1
-        if calls == 1 and expand < 0:
+        if calls == 1 and expand < 0 and start == 0:
             return self._call(image, self._op_call(self.stages, params["factors"],
                                                    params["order"], params["apply"], None,
                                                    self.call_outputs[0]),
                               self.keeps_first_plane)
         out = image
-        for i in range(calls):
+        for i in range(start, calls):
             first, end = self.bounds[i], self.bounds[i + 1]
             if out.shape[-3] != 1:
                 expand = -1

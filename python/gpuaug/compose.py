@@ -1,12 +1,15 @@
 """Compose: several photometric transforms as one call of the op (or one per reduction stage
-and conversion), their programs one after the other."""
+and conversion), their programs one after the other; geometric transforms in front of them as
+one call of ``gpuaug::augment`` with the program's first call (see ``_fused``)."""
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 from torch import nn
 
 from ._base import _converts, _Photometric
+from ._fused import _Step, run_steps, sample_steps
+from ._geometry import _Geometric
 from ._program import _concatenated, _drawn_terms, _merged_levels, _rand, _samples, _set_nesting
 from .color_augment import ColorAugment, _color_augment_stage
 from .conversion import Normalize, ToDtype, _Conversion, _inner_conversions, _output_conversion
@@ -36,9 +39,78 @@ class Compose(_Photometric):
     has when the Compose is made; its draws there are the Compose's (seven uniforms a sample),
     not those of its own ``sample_params``."""
 
+    geometric: bool
+
     def __init__(self, transforms: Sequence[nn.Module], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
+        flat: List[nn.Module] = []  # held geometric Composes as their transforms
+        for t in transforms:
+            flat += list(t.transforms) if isinstance(t, Compose) and t.geometric else [t]
+        if any(isinstance(t, _Geometric) for t in flat):
+            self._init_geometric(flat, dtype, mean, std)
+            return
+        self._init_photometric(flat, dtype, mean, std)
+        self.geometric = False
+
+    def _init_geometric(self, transforms: List[nn.Module], dtype: Optional[torch.dtype],
+                        mean: Optional[Sequence[float]], std: Optional[Sequence[float]]) -> None:
+        """Steps: each run of geometric transforms with the photometric ones after it (a
+        Compose of them, the output conversion the last one's)."""
+        super().__init__([], 0, None)
+        self.geometric = True
+        self.transforms = nn.ModuleList(transforms)
+        runs: List[List[int]] = []  # the indices of each run of one kind
+        for i, t in enumerate(transforms):
+            if runs and isinstance(t, _Geometric) == isinstance(transforms[runs[-1][0]],
+                                                                 _Geometric):
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        if (dtype is not None or mean is not None) and isinstance(transforms[-1], _Geometric):
+            runs.append([])  # the output conversion alone
+        steps: List[_Step] = []
+        for k, run in enumerate(runs):
+            last = k == len(runs) - 1
+            if run and isinstance(transforms[run[0]], _Geometric):
+                steps.append(_Step([transforms[i] for i in run], run[0], None, -1))
+                continue
+            program = Compose([transforms[i] for i in run], dtype=dtype if last else None,
+                              mean=mean if last else None, std=std if last else None)
+            index = run[0] if run else len(transforms)
+            if steps and steps[-1].program is None:
+                steps[-1].program, steps[-1].program_index = program, index
+            else:
+                steps.append(_Step([], -1, program, index))
+        self.steps = nn.ModuleList(steps)
+        self.description = ", ".join(type(t).__name__ for t in transforms)
+
+    def forward(self, image: torch.Tensor,
+                params: Optional[Dict[str, torch.Tensor]] = None) -> torch.Tensor:
+        """Transforms ``image`` (with geometric transforms: a batch, an image or a list of
+        images) with fresh draws, or with ``params`` from ``sample_params``."""
+        if self.geometric:
+            return self._geometric_forward(image, params)
+        out = self._calls(image, params)
+        return out.narrow(-3, 0, 1).contiguous() if self.keeps_first_plane else out
+
+    @torch.jit.unused
+    def _geometric_forward(self, image: torch.Tensor,
+                           params: Optional[Dict[str, torch.Tensor]]) -> torch.Tensor:
+        return run_steps(list(self.steps), image, params)
+
+    def sample_params(self, image: Union[torch.Tensor, List[torch.Tensor]]
+                      ) -> Dict[str, torch.Tensor]:
+        """Its draws for ``image``. With geometric transforms, each transform's keys prefixed by
+        its index in ``transforms`` ("0.top"), a run of photometric ones' by its first's."""
+        if self.geometric:
+            return sample_steps(list(self.steps), image)
+        assert isinstance(image, torch.Tensor)
+        return super().sample_params(image)
+
+    def _init_photometric(self, transforms: List[nn.Module], dtype: Optional[torch.dtype],
+                          mean: Optional[Sequence[float]], std: Optional[Sequence[float]]
+                          ) -> None:
         transforms, dtype, mean, std = _output_conversion("Compose", transforms, dtype, mean,
                                                           std)
         # a held Compose that converts: its transforms and conversions in its place, which are

@@ -129,7 +129,7 @@ def _offsets(lengths: List[int]) -> torch.Tensor:
 
 
 def _check_transform(t: nn.Module, owner: str) -> None:
-    if not isinstance(t, _Photometric):
+    if not isinstance(t, _Photometric) or getattr(t, "geometric", False):
         raise TypeError(f"gpuaug.transforms.{owner}: expected gpuaug.transforms' photometric "
                         f"transforms, Composes of them or ColorAugment, got {type(t).__name__} "
                         f"(torchvision's {owner} takes any transform, with one draw a call)")

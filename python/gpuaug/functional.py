@@ -6,7 +6,8 @@ equalize), differentiable in a floating image where torchvision's float path is 
 contrast, saturation, hue, grayscale, invert). Images are ``[C, H, W]``, ``[N, C, H, W]`` or
 ``[N, T, C, H, W]`` (a video's frames share their sample's value), 1 or 3 channels, uint8 or
 floating. Numbers are checked as torchvision checks them; a tensor's values only on the CPU (a
-check on the GPU would wait for it)."""
+check on the GPU would wait for it). The geometric ones (resized_crop, hflip, vflip, resize,
+center_crop, crop, pad) live in ``functional_geometry``."""
 
 import numbers
 from typing import List, Union
@@ -14,10 +15,12 @@ from typing import List, Union
 import torch
 
 from ._program import _channels, _check_bits, _check_threshold, _samples, _three_channels
+from .functional_geometry import center_crop, crop, hflip, pad, resize, resized_crop, vflip
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
            "rgb_to_grayscale", "solarize", "posterize", "invert", "autocontrast", "equalize",
-           "permute_channels"]
+           "permute_channels", "resized_crop", "hflip", "vflip", "resize", "center_crop", "crop",
+           "pad"]
 
 
 def adjust_brightness(image: torch.Tensor,

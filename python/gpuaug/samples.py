@@ -104,7 +104,9 @@ class TorchvisionInputs:
     is what TorchScript, torch.compile and torch.export see."""
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        if torch.compiler.is_compiling() or _is_plain_call(inputs, kwargs):
+        # a geometric Compose takes lists of images too, not samples of tv_tensors (yet)
+        if (torch.compiler.is_compiling() or getattr(self, "geometric", False)
+                or _is_plain_call(inputs, kwargs)):
             return nn.Module.__call__(self, *inputs, **kwargs)
         params = kwargs.pop("params", None)
         if kwargs:

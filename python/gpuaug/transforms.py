@@ -1,5 +1,6 @@
 """gpuaug's transforms, torchvision.transforms.v2's photometric ones with each sample's own draws
-through the fused ``gpuaug::photometric`` op, and ColorAugment (gpuaug.color_transform).
+through the fused ``gpuaug::photometric`` op, its geometric ones (crops, flips, resize, pad)
+through ``gpuaug::augment``, and ColorAugment (gpuaug.color_transform).
 
 Every transform is a program of stages (brightness, contrast, ...) with per-sample factors, an
 order per sample and an apply mask per sample and stage. ``sample_params(image)`` draws them on the
@@ -12,13 +13,16 @@ a Compose (or RandomApply) with several of those makes one call per reduction st
 The public names live here; the modules beside it hold them by family: ``jitter`` (ColorJitter,
 RandomChannelPermutation, RandomPhotometricDistort), ``random_stages`` (one stage with a
 probability), ``conversion`` (Grayscale, RGB, ToDtype, Normalize), ``color_augment``,
-``compose``, the containers (``random_apply``, ``random_choice``, ``random_order``) and
+``crop``, ``flip`` and ``resize`` (the geometric ones, on ``_geometry``), ``compose``, the
+containers (``random_apply``, ``random_choice``, ``random_order``) and
 ``from_torchvision``.
 """
 
 from .color_augment import ColorAugment
 from .compose import Compose
 from .conversion import RGB, Grayscale, Normalize, ToDtype
+from .crop import CenterCrop, RandomCrop, RandomResizedCrop
+from .flip import RandomHorizontalFlip, RandomVerticalFlip
 from .from_torchvision import from_torchvision
 from .jitter import ColorJitter, RandomChannelPermutation, RandomPhotometricDistort
 from .random_apply import RandomApply
@@ -26,8 +30,11 @@ from .random_choice import RandomChoice
 from .random_order import RandomOrder
 from .random_stages import (RandomAutocontrast, RandomEqualize, RandomGrayscale, RandomInvert,
                             RandomPosterize, RandomSolarize)
+from .resize import Pad, Resize
 
-__all__ = ["ColorAugment", "ColorJitter", "Compose", "Grayscale", "Normalize", "RandomApply",
-           "RandomAutocontrast", "RandomChannelPermutation", "RandomChoice", "RandomEqualize",
-           "RandomGrayscale", "RandomInvert", "RandomOrder", "RandomPhotometricDistort",
-           "RandomPosterize", "RandomSolarize", "RGB", "ToDtype", "from_torchvision"]
+__all__ = ["CenterCrop", "ColorAugment", "ColorJitter", "Compose", "Grayscale", "Normalize",
+           "Pad", "RandomApply", "RandomAutocontrast", "RandomChannelPermutation",
+           "RandomChoice", "RandomCrop", "RandomEqualize", "RandomGrayscale",
+           "RandomHorizontalFlip", "RandomInvert", "RandomOrder", "RandomPhotometricDistort",
+           "RandomPosterize", "RandomResizedCrop", "RandomSolarize", "RandomVerticalFlip",
+           "Resize", "RGB", "ToDtype", "from_torchvision"]
