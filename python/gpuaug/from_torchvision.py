@@ -1,7 +1,8 @@
 """``from_torchvision``: a torchvision.transforms pipeline (v2, or v1's classes of the same names)
-with gpuaug's transforms in place of its photometric ones, each sample drawing its own factors,
-coins and order, and each run of them one Compose: one call of the op, or one per conversion or
-reduction stage inside it."""
+with gpuaug's transforms in place of its photometric and geometric ones, each sample drawing its
+own windows, flips, factors, coins and order, and each run of them one Compose: the ImageNet
+pipeline (RandomResizedCrop, RandomHorizontalFlip, ColorJitter, ToDtype, Normalize) one call of
+``gpuaug::augment``."""
 
 import copy
 import itertools
@@ -12,12 +13,15 @@ from torch import nn
 
 from .compose import Compose
 from .conversion import RGB, Grayscale, Normalize, ToDtype
+from .crop import CenterCrop, RandomCrop, RandomResizedCrop
+from .flip import RandomHorizontalFlip, RandomVerticalFlip
 from .jitter import ColorJitter, RandomChannelPermutation, RandomPhotometricDistort
 from .random_apply import RandomApply
 from .random_choice import RandomChoice
 from .random_order import RandomOrder
 from .random_stages import (RandomAutocontrast, RandomEqualize, RandomGrayscale, RandomInvert,
                             RandomPosterize, RandomSolarize)
+from .resize import Pad, Resize
 
 # torchvision's photometric transforms by class name: gpuaug's of their arguments
 _PHOTOMETRIC = {
@@ -36,11 +40,45 @@ _PHOTOMETRIC = {
 }
 
 
+
+
+def _random_crop(t: Any) -> nn.Module:
+    padding = t.padding
+    if padding is not None and type(t).__module__.startswith("torchvision.transforms.v2"):
+        padding = [padding[0], padding[2], padding[1], padding[3]]  # v2 keeps torch's order
+    return RandomCrop(t.size, padding, t.pad_if_needed, t.fill, t.padding_mode)
+
+
+# torchvision's geometric transforms by class name: gpuaug's of their arguments
+_GEOMETRIC = {
+    "RandomResizedCrop": lambda t: RandomResizedCrop(t.size, tuple(t.scale), tuple(t.ratio),
+                                                     t.interpolation, t.antialias),
+    "RandomHorizontalFlip": lambda t: RandomHorizontalFlip(t.p),
+    "RandomVerticalFlip": lambda t: RandomVerticalFlip(t.p),
+    "Resize": lambda t: Resize(t.size, t.interpolation, t.max_size, t.antialias),
+    "CenterCrop": lambda t: CenterCrop(t.size),
+    "RandomCrop": _random_crop,
+    "Pad": lambda t: Pad(t.padding, t.fill, t.padding_mode),
+}
+
+
+def _geometric(t: Any) -> Optional[nn.Module]:
+    """gpuaug's geometric transform for torchvision's, else None (one gpuaug cannot take: a
+    fill of a dict of types, an interpolation other than nearest, bilinear or bicubic)."""
+    if not _is_torchvision(t) or type(t).__name__ not in _GEOMETRIC:
+        return None
+    try:
+        return _GEOMETRIC[type(t).__name__](t)
+    except (TypeError, ValueError):
+        return None
+
+
 def from_torchvision(transform: Any) -> Any:
     """``transform`` (a torchvision.transforms transform, a Compose of them among others) with
     gpuaug's in place of torchvision's photometric transforms: ColorJitter, Grayscale, RGB and the
-    Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them. A run of
-    them in a Compose, with the ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize
+    Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them; and of
+    its geometric ones: RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, Resize,
+    CenterCrop, RandomCrop and Pad (not in containers). A run of them in a Compose, with the ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize
     among and after them, becomes one gpuaug Compose; the others (geometry, say) stay
     torchvision's, in place, in a Compose of torchvision's class, and so do the containers
     gpuaug's cannot hold (but for a RandomOrder of up to three transforms past gpuaug's limits,
@@ -56,6 +94,8 @@ def from_torchvision(transform: Any) -> Any:
     converted = _photometric(transform)
     if converted is None:
         converted = _conversion(transform)
+    if converted is None:
+        converted = _geometric(transform)
     return transform if converted is None else converted
 
 
@@ -137,6 +177,8 @@ def _runs(transforms: List[Any]) -> List[Any]:
     for t in _flattened(transforms):
         conversion = _conversion(t)
         converted = _photometric(t) if conversion is None else conversion
+        if converted is None:
+            converted = _geometric(t)
         if converted is None:
             close()
             parts.append(t)

@@ -3,11 +3,13 @@ docs/geometric.md): each sample through torchvision.transforms.v2.functional, on
 dtype and device, and the helpers of the test_geometric_*.py suites."""
 
 import torch
+
+MODES = {}
 try:  # the newest PyTorch may have no torchvision released for it yet
     import torchvision.transforms.v2.functional as F
     from torchvision.transforms import InterpolationMode
-    MODES = {0: InterpolationMode.NEAREST, 1: InterpolationMode.BILINEAR,
-             2: InterpolationMode.BICUBIC, 3: InterpolationMode.NEAREST_EXACT}
+    MODES.update({0: InterpolationMode.NEAREST, 1: InterpolationMode.BILINEAR,
+             2: InterpolationMode.BICUBIC, 3: InterpolationMode.NEAREST_EXACT})
 except ImportError:
     F = None
 
