@@ -79,7 +79,8 @@ class _Step(nn.Module):
             images = first.new_empty([1, 1, 1, 1]).expand(samples(listed), first.shape[-3],
                                                           size[0], size[1])
         if self.program is not None:
-            own = self.program.sample_params(_batch(images))
+            own = _empty_params(_batch(images)) if len(self.program.program) == 0 else \
+                self.program.sample_params(_batch(images))
             out.update({f"{self.program_index}." + k: v for k, v in own.items()})
         return out, images
 
@@ -109,6 +110,14 @@ class _Step(nn.Module):
         out = run_geometry(list(self.geometric), images, geometric, call)
         out = program._calls(out, program_params, drawn, 0 if call is None else 1)
         return out.narrow(-3, 0, 1).contiguous() if program.keeps_first_plane else out
+
+
+def _empty_params(images: torch.Tensor) -> Dict[str, torch.Tensor]:
+    # a conversion alone (ToDtype, Normalize) draws nothing
+    count = 1 if images.dim() == 3 else images.shape[0]
+    return {"factors": images.new_zeros([count, 0], dtype=torch.float32),
+            "order": images.new_zeros([count, 0], dtype=torch.long),
+            "apply": images.new_zeros([count, 0], dtype=torch.bool)}
 
 
 def _picked(params: Dict[str, torch.Tensor], prefix: str) -> Dict[str, torch.Tensor]:

@@ -160,6 +160,11 @@ def uniform_size(owner: str, hs: Optional[List[int]], ws: Optional[List[int]]) -
     return [hs[0], ws[0]]
 
 
+_FIELDS = ("hs", "ws", "h", "w", "top", "left", "win_h", "win_w", "win_flip", "resized",
+           "resized_h", "resized_w", "out_top", "out_left", "out_flip", "interpolation",
+           "antialias", "padding_mode", "fill", "fill_used", "cropped", "padded", "owner")
+
+
 class _Plan:
     """One call of the op being composed. The current image of each sample is, before the
     resize, its source window (``top``, ``left``, ``win_h``, ``win_w``, ``win_flip``), after
@@ -195,8 +200,10 @@ class _Plan:
         self.owner = ""
 
     def copy(self) -> "_Plan":
-        plan = _Plan.__new__(_Plan)
-        plan.__dict__.update(self.__dict__)
+        # field by field: torch.compile traces no __dict__ or copy.copy
+        plan = _Plan(self.images, [1], [1])
+        for name in _FIELDS:
+            setattr(plan, name, getattr(self, name))
         return plan
 
     def _use_fill(self, fill: Optional[List[float]]) -> bool:
