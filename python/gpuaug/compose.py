@@ -39,8 +39,6 @@ class Compose(_Photometric):
     has when the Compose is made; its draws there are the Compose's (seven uniforms a sample),
     not those of its own ``sample_params``."""
 
-    geometric: bool
-
     def __init__(self, transforms: Sequence[nn.Module], *,
                  dtype: Optional[torch.dtype] = None, mean: Optional[Sequence[float]] = None,
                  std: Optional[Sequence[float]] = None) -> None:
