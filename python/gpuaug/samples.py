@@ -104,10 +104,10 @@ class TorchvisionInputs:
     is what TorchScript, torch.compile and torch.export see."""
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        # a geometric Compose takes lists of images too, not samples of tv_tensors (yet)
-        if (torch.compiler.is_compiling() or getattr(self, "geometric", False)
-                or _is_plain_call(inputs, kwargs)):
+        if torch.compiler.is_compiling() or _is_plain_call(inputs, kwargs):
             return nn.Module.__call__(self, *inputs, **kwargs)
+        if getattr(self, "geometric", False):
+            return self._geometric_call(inputs, kwargs)
         params = kwargs.pop("params", None)
         if kwargs:
             raise TypeError(f"gpuaug.transforms.{type(self).__name__}: unexpected keyword "
@@ -115,6 +115,18 @@ class TorchvisionInputs:
         if len(inputs) == 2 and _is_params(inputs[1]):
             inputs, params = inputs[:1], inputs[1]
         return self._transform_sample(inputs, params)
+
+    def _geometric_call(self, inputs: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        """A Compose with geometric transforms: a list of images too, but no sample (boxes,
+        masks and key points do not follow its geometry yet)."""
+        first = inputs[0] if inputs else None
+        if isinstance(first, (list, tuple)) and all(
+                isinstance(x, torch.Tensor) and not _is_tv_tensor(x) for x in first):
+            return nn.Module.__call__(self, *inputs, **kwargs)
+        raise TypeError(f"gpuaug.transforms.{type(self).__name__}: with geometric transforms it "
+                        "takes an image tensor or a list of them (and params), not "
+                        "tv_tensors or samples: boxes, masks and key points would not follow "
+                        "its geometry; keep torchvision's geometric transforms for those")
 
     def _transform_sample(self, inputs: Tuple[Any, ...],
                           params: Optional[Dict[str, torch.Tensor]]) -> Any:

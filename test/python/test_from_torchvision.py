@@ -64,8 +64,10 @@ def test_photometric_transforms(index, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_pipeline_with_geometry(device):
-    """A flip stays torchvision's, with the boxes; the run after it is one gpuaug Compose."""
-    pipeline = v2.Compose([v2.RandomHorizontalFlip(p=1.0), v2.ColorJitter(0.4, 0.4, 0.4, 0.1),
+    """A container of a flip stays torchvision's, with the boxes; the run after it is one
+    gpuaug Compose."""
+    pipeline = v2.Compose([v2.RandomApply([v2.RandomHorizontalFlip(p=1.0)], p=1.0),
+                           v2.ColorJitter(0.4, 0.4, 0.4, 0.1),
                            v2.RandomGrayscale(0.2), v2.ToDtype(torch.float32, scale=True),
                            v2.Normalize(MEAN, STD)])
     converted = T.from_torchvision(pipeline)
@@ -81,7 +83,7 @@ def test_pipeline_with_geometry(device):
     torch.manual_seed(3)
     out, out_boxes = converted(image, boxes)
     torch.manual_seed(3)  # the flip draws too
-    expected = direct(v2.RandomHorizontalFlip(p=1.0)(image).as_subclass(torch.Tensor))
+    expected = direct(pipeline.transforms[0](image).as_subclass(torch.Tensor))
     assert isinstance(out, tv_tensors.Image) and torch.equal(out.as_subclass(torch.Tensor),
                                                              expected)
     assert out_boxes.tolist() == [[6, 2, 9, 6]]
@@ -97,13 +99,15 @@ def test_runs():
         v2.Normalize([0.5], [0.2]), v2.ToDtype(torch.float16, scale=True)])).transforms
     kinds = [type(p).__name__ + ("" if type(p).__module__.startswith("gpuaug") else " (tv)")
              for p in parts]
-    assert kinds == ["Compose", "RandomInvert", "RandomResizedCrop (tv)", "ToDtype (tv)",
-                     "Compose"]
+    assert kinds == ["Compose", "Compose", "ToDtype (tv)", "Compose"]
     assert [type(t).__name__ for t in parts[0].transforms] == ["ToDtype", "ColorJitter",
                                                                "RandomInvert", "Grayscale"]
+    # geometric transforms join the runs (a call of gpuaug::augment after the photometric one)
+    assert [type(t).__name__ for t in parts[1].transforms] == ["RandomInvert",
+                                                               "RandomResizedCrop"]
     assert parts[0].mean == [0.5] and parts[0].keeps_first_plane
-    assert [type(t).__name__ for t in parts[4].transforms] == ["Normalize"]
-    assert parts[4].dtype == torch.float16
+    assert [type(t).__name__ for t in parts[3].transforms] == ["Normalize"]
+    assert parts[3].dtype == torch.float16
     # a container of a transform gpuaug has not stays torchvision's, whole
     held = v2.RandomApply([v2.RandomHorizontalFlip(), v2.ColorJitter(0.2)])
     assert T.from_torchvision(held) is held
