@@ -184,7 +184,7 @@ def _runs(transforms: List[Any]) -> List[Any]:
             parts.append(t)
             continue
         # after a Grayscale to one channel, only conversions join its run
-        if conversion is None and any(r.keeps_first_plane for r in run):
+        if conversion is None and any(getattr(r, "keeps_first_plane", False) for r in run):
             close()
         run.append(converted)
     close()

@@ -120,8 +120,10 @@ class TorchvisionInputs:
         """A Compose with geometric transforms: a list of images too, but no sample (boxes,
         masks and key points do not follow its geometry yet)."""
         first = inputs[0] if inputs else None
-        if isinstance(first, (list, tuple)) and all(
-                isinstance(x, torch.Tensor) and not _is_tv_tensor(x) for x in first):
+        plain = (isinstance(first, torch.Tensor) and not _is_tv_tensor(first)) or (
+            isinstance(first, (list, tuple))
+            and all(isinstance(x, torch.Tensor) and not _is_tv_tensor(x) for x in first))
+        if plain and len(inputs) <= 2:
             return nn.Module.__call__(self, *inputs, **kwargs)
         raise TypeError(f"gpuaug.transforms.{type(self).__name__}: with geometric transforms it "
                         "takes an image tensor or a list of them (and params), not "

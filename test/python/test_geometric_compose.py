@@ -145,7 +145,7 @@ def test_from_torchvision_imagenet(calls):
     converted = T.from_torchvision(pipeline)
     assert isinstance(converted, T.Compose)
     assert [type(t).__name__ for t in converted.transforms] == [
-        "RandomResizedCrop", "RandomHorizontalFlip", "ColorJitter"]
+        "RandomResizedCrop", "RandomHorizontalFlip", "ColorJitter", "ToDtype", "Normalize"]
     calls.clear()
     assert converted(make_images([4, 3, 20, 24], torch.uint8)).shape == (4, 3, 12, 12)
     assert calls == ["augment"]
@@ -156,12 +156,24 @@ def test_from_torchvision_imagenet(calls):
 
 
 def test_compile_imagenet(fresh_dynamo):
+    """One graph (fullgraph, Dynamo's eager backend: Inductor's compile takes half a minute of
+    the CI's CPU and adds nothing to an op call), with params and with fresh draws."""
+    from torch._dynamo.testing import CompileCounter
     compose = imagenet()
     images = make_images([4, 3, 20, 24], torch.uint8, seed=8)
     params = compose.sample_params(images)
-    compiled = torch.compile(compose, fullgraph=True)
+    counter = CompileCounter()
+    compiled = torch.compile(compose, backend=counter, fullgraph=True)
     torch.testing.assert_close(compiled(images, params), compose(images, params))
     assert compiled(images).shape == (4, 3, 12, 12)
+    assert counter.frame_count == 2  # with params, then without
+
+
+def test_tv_tensors_refused():
+    tv_tensors = pytest.importorskip("torchvision.tv_tensors")
+    image = tv_tensors.Image(make_images([3, 20, 24], torch.uint8))
+    with pytest.raises(TypeError, match="not tv_tensors or samples"):
+        T.Compose([T.CenterCrop(8), T.RandomInvert()])(image)
 
 
 @pytest.mark.parametrize("device", DEVICES)
