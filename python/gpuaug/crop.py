@@ -2,6 +2,7 @@
 drawing its own window on the images' device (no host synchronisation, no loop over samples)."""
 
 import math
+import struct
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -11,7 +12,8 @@ from ._geometry import (Value, _check_keys, _Geometric, _Plan, fill_values, inte
 
 
 def _float32(x: float) -> float:
-    return torch.tensor(x, dtype=torch.float32).item()
+    # rounded to float32 on the host: no tensor, nothing for torch.compile to trace
+    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _as_double(value: Value, like: torch.Tensor) -> torch.Tensor:
