@@ -78,9 +78,9 @@ def from_torchvision(transform: Any) -> Any:
     gpuaug's in place of torchvision's photometric transforms: ColorJitter, Grayscale, RGB and the
     Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them; and of
     its geometric ones: RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, Resize,
-    CenterCrop, RandomCrop and Pad (not in containers). A run of them in a Compose, with the ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize
-    among and after them, becomes one gpuaug Compose; the others (geometry, say) stay
-    torchvision's, in place, in a Compose of torchvision's class, and so do the containers
+    CenterCrop, RandomCrop and Pad (not in containers). A run of them in a Compose, with the
+    ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize among and after them, becomes
+    one gpuaug Compose; the others (affine geometry, say) stay torchvision's, in place, in a Compose of torchvision's class, and so do the containers
     gpuaug's cannot hold (but for a RandomOrder of up to three transforms past gpuaug's limits,
     a RandomChoice of a Compose per order). The result draws per sample where torchvision draws
     per call, and otherwise computes what torchvision does (see gpuaug.transforms)."""
