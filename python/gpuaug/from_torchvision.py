@@ -73,7 +73,7 @@ def _geometric(t: Any) -> Optional[nn.Module]:
         return None
 
 
-def from_torchvision(transform: Any) -> Any:
+def from_torchvision(transform: Any, geometric: bool = True) -> Any:
     """``transform`` (a torchvision.transforms transform, a Compose of them among others) with
     gpuaug's in place of torchvision's photometric transforms: ColorJitter, Grayscale, RGB and the
     Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them; and of
@@ -83,18 +83,20 @@ def from_torchvision(transform: Any) -> Any:
     one gpuaug Compose; the others (affine geometry, say) stay torchvision's, in place, in a Compose of torchvision's class, and so do the containers
     gpuaug's cannot hold (but for a RandomOrder of up to three transforms past gpuaug's limits,
     a RandomChoice of a Compose per order). The result draws per sample where torchvision draws
-    per call, and otherwise computes what torchvision does (see gpuaug.transforms)."""
+    per call, and otherwise computes what torchvision does (see gpuaug.transforms).
+    ``geometric=False`` keeps torchvision's geometric transforms, for samples whose boxes, masks
+    or key points must follow the geometry (gpuaug's take images alone)."""
     if not type(transform).__module__.startswith("torchvision.transforms"):
         raise TypeError("gpuaug.transforms.from_torchvision: expected a torchvision.transforms "
                         f"transform, got {type(transform).__name__}")
     if type(transform).__name__ == "Compose":
-        parts = _runs(transform.transforms)
+        parts = _runs(transform.transforms, geometric)
         return parts[0] if len(parts) == 1 and not _is_torchvision(parts[0]) else \
             type(transform)(parts)
     converted = _photometric(transform)
     if converted is None:
         converted = _conversion(transform)
-    if converted is None:
+    if converted is None and geometric:
         converted = _geometric(transform)
     return transform if converted is None else converted
 
@@ -163,7 +165,7 @@ def _flattened(transforms: List[Any]) -> List[Any]:
     return flat
 
 
-def _runs(transforms: List[Any]) -> List[Any]:
+def _runs(transforms: List[Any], geometric: bool) -> List[Any]:
     """A Compose's transforms with each run of photometric ones and conversions as one gpuaug
     Compose (one transform alone as itself); torchvision's others as they are."""
     parts: List[Any] = []
@@ -177,7 +179,7 @@ def _runs(transforms: List[Any]) -> List[Any]:
     for t in _flattened(transforms):
         conversion = _conversion(t)
         converted = _photometric(t) if conversion is None else conversion
-        if converted is None:
+        if converted is None and geometric:
             converted = _geometric(t)
         if converted is None:
             close()
