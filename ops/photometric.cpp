@@ -100,6 +100,11 @@ void check_image(const at::Tensor& image) {
               size_str(channels));
 }
 
+// The program's checks, their messages naming `kOp` (gpuaug::photometric, or an op that runs
+// its program, gpuaug::augment).
+struct Checks {
+  const char* kOp;
+
 Program make_program(c10::IntArrayRef stages,
                      std::optional<c10::ArrayRef<double>> factor_ranges) {
   // none: the output conversion alone (a ColorJitter with nothing enabled)
@@ -328,7 +333,44 @@ void check_output(const at::Tensor& image, at::ScalarType out_dtype,
   }
 }
 
+};
+
 }  // namespace
+
+photo::Program check_program(const char* op, const at::Tensor& image, c10::IntArrayRef stages,
+                             const at::Tensor& factors, const std::optional<at::Tensor>& order,
+                             const std::optional<at::Tensor>& apply, at::ScalarType out_dtype,
+                             std::optional<c10::ArrayRef<double>> mean,
+                             std::optional<c10::ArrayRef<double>> stddev,
+                             std::optional<c10::ArrayRef<double>> factor_ranges) {
+  Checks checks{op};
+  const Program program = checks.make_program(stages, factor_ranges);
+  const int64_t k = program.count;
+  if (program.drawn) {
+    checks.check_drawn(program, factors, image, order, apply);
+  } else {
+    checks.check_per_slot("factors", factors, image, k, "float32, float64, float16 or bfloat16",
+                          at::isFloatingType(factors.scalar_type()));
+  }
+  if (order.has_value()) {
+    checks.check_per_slot("order", *order, image, k, "int64 (permutations) or floating (keys)",
+                          order->scalar_type() == at::kLong ||
+                              at::isFloatingType(order->scalar_type()));
+  }
+  if (apply.has_value()) {
+    checks.check_per_slot("apply", *apply, image, k, "bool", apply->scalar_type() == at::kBool);
+  }
+  checks.check_output(image, out_dtype, mean, stddev);
+  return program;
+}
+
+void check_program_values(const char* op, const photo::Program& program, const at::Tensor& image,
+                          const at::Tensor& factors, const std::optional<at::Tensor>& order) {
+  Checks checks{op};
+  checks.check_factor_values(program, factors, image.scalar_type() != at::kDouble,
+                             image.scalar_type() == at::kByte, image.size(image.dim() - 3) == 1);
+  if (order.has_value()) checks.check_order_values(*order, program.count);
+}
 
 at::Tensor photometric_meta(const at::Tensor& image, c10::IntArrayRef stages,
                             const at::Tensor& factors, const std::optional<at::Tensor>& order,
@@ -340,23 +382,9 @@ at::Tensor photometric_meta(const at::Tensor& image, c10::IntArrayRef stages,
   check_defined(kOp, "image", image);
   check_defined(kOp, "factors", factors);
   check_image(image);
-  const Program program = make_program(stages, factor_ranges);
-  const int64_t k = program.count;
-  if (program.drawn) {
-    check_drawn(program, factors, image, order, apply);
-  } else {
-    check_per_slot("factors", factors, image, k, "float32, float64, float16 or bfloat16",
-                   at::isFloatingType(factors.scalar_type()));
-  }
-  if (order.has_value()) {
-    check_per_slot("order", *order, image, k, "int64 (permutations) or floating (keys)",
-                   order->scalar_type() == at::kLong || at::isFloatingType(order->scalar_type()));
-  }
-  if (apply.has_value()) {
-    check_per_slot("apply", *apply, image, k, "bool", apply->scalar_type() == at::kBool);
-  }
   const auto out_dtype = dtype.value_or(image.scalar_type());
-  check_output(image, out_dtype, mean, stddev);
+  check_program(kOp, image, stages, factors, order, apply, out_dtype, mean, stddev,
+                factor_ranges);
   return empty_like_image(image, out_dtype);
 }
 
@@ -373,7 +401,7 @@ at::Tensor photometric_backward_meta(const at::Tensor& grad, const at::Tensor& i
                                                  factor_ranges);
   TORCH_CHECK(at::isFloatingType(image.scalar_type()), kBackward,
               ": gradients need a floating 'image', but got ", image.scalar_type());
-  const int reduction = make_program(stages, std::nullopt).reduction;
+  const int reduction = Checks{kBackward}.make_program(stages, std::nullopt).reduction;
   TORCH_CHECK(reduction != kAutocontrast && reduction != kEqualize, kBackward, ": ",
               kKindNames[reduction],
               " has no gradient (torchvision's cannot be differentiated either)");
@@ -388,18 +416,11 @@ at::Tensor photometric_backward_meta(const at::Tensor& grad, const at::Tensor& i
   return grad_image;
 }
 
-namespace {
-
-// A [K] or [N, K] parameter in `dtype` with contiguous rows, as photometric_rows reads it: a copy
-// only where needed (not for a row expanded over the samples, stride 0, nor for a wider tensor's
-// column slices).
 at::Tensor per_sample_rows(const at::Tensor& t, at::ScalarType dtype) {
   const at::Tensor rows = t.scalar_type() == dtype ? t : t.to(dtype);
   return rows.stride(-1) == 1 ? rows : rows.contiguous();
 }
 
-// The order as the loops take it: int64 permutations, or keys of float32 or float64 (the
-// narrower floating dtypes converted to float32, which holds them exactly).
 at::Tensor order_rows(const std::optional<at::Tensor>& order) {
   if (!order.has_value()) return at::Tensor();
   const auto dtype = order->scalar_type();
@@ -410,6 +431,8 @@ at::Tensor apply_rows(const std::optional<at::Tensor>& apply) {
   return apply.has_value() ? per_sample_rows(*apply, at::kBool) : at::Tensor();
 }
 
+namespace {
+
 at::Tensor photometric_kernel(const at::Tensor& image, c10::IntArrayRef stages,
                               const at::Tensor& factors, const std::optional<at::Tensor>& order,
                               const std::optional<at::Tensor>& apply,
@@ -419,12 +442,9 @@ at::Tensor photometric_kernel(const at::Tensor& image, c10::IntArrayRef stages,
                               std::optional<c10::ArrayRef<double>> factor_ranges) {
   at::Tensor out =
       photometric_meta(image, stages, factors, order, apply, dtype, mean, stddev, factor_ranges);
-  const Program program = make_program(stages, factor_ranges);
-  const int64_t k = program.count;
+  const Program program = Checks{kOp}.make_program(stages, factor_ranges);
   const auto compute = image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  check_factor_values(program, factors, compute == at::kFloat, image.scalar_type() == at::kByte,
-                      image.size(image.dim() - 3) == 1);
-  if (order.has_value()) check_order_values(*order, k);
+  check_program_values(kOp, program, image, factors, order);
   if (out.numel() == 0) return out;
   photometric_loops.on(kOp, image.device().type())(out, image, program,
                                                    per_sample_rows(factors, compute),
@@ -444,7 +464,7 @@ at::Tensor photometric_backward_kernel(const at::Tensor& grad, const at::Tensor&
   if (grad_image.numel() == 0) return grad_image;
   const auto compute = image.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   photometric_backward_loops.on("gpuaug::_photometric_backward", image.device().type())(
-      grad_image, grad, image, make_program(stages, factor_ranges),
+      grad_image, grad, image, Checks{kOp}.make_program(stages, factor_ranges),
       per_sample_rows(factors, compute),
       order_rows(order), apply_rows(apply), stddev);
   return grad_image;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/MemoryFormat.h>
+#include <c10/core/SymIntArrayRef.h>
 #include <c10/util/ArrayRef.h>
 
 #include <optional>
@@ -77,6 +79,37 @@ at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const a
                        std::optional<c10::ArrayRef<double>> mean = std::nullopt,
                        std::optional<c10::ArrayRef<double>> stddev = std::nullopt,
                        std::optional<c10::ArrayRef<double>> factor_ranges = std::nullopt);
+
+// torchvision's geometric transforms per sample fused with the photometric program (see
+// docs/operators.md): `images` (a list of [C, H, W] images of any sizes, or [N, C, H, W] batches,
+// one dtype and device, C 1 or 3) are S samples; geometry ([S, 10] int64) gives each its window
+// (top, left, height, width; outside the image: padding_mode 0 constant with `fill`, 1 edge,
+// 2 reflect, 3 symmetric), the window's flips (bit 0 left-right, bit 1 top-bottom), the size it
+// is resized to (interpolation 0 nearest, 1 bilinear, 2 bicubic, 3 nearest-exact, antialiased
+// as torchvision's resize), the output's offset in the resized image and the output's flips;
+// the output, [S, C, size[0], size[1]], then runs photometric()'s program and conversion.
+// Differentiable in floating images with a floating output.
+at::Tensor augment(at::TensorList images, const at::Tensor& geometry, c10::SymIntArrayRef size,
+                   int64_t interpolation = 1, bool antialias = true, int64_t padding_mode = 0,
+                   std::optional<c10::ArrayRef<double>> fill = std::nullopt,
+                   c10::IntArrayRef stages = {},
+                   const std::optional<at::Tensor>& factors = std::nullopt,
+                   const std::optional<at::Tensor>& order = std::nullopt,
+                   const std::optional<at::Tensor>& apply = std::nullopt,
+                   std::optional<at::ScalarType> dtype = std::nullopt,
+                   std::optional<c10::ArrayRef<double>> mean = std::nullopt,
+                   std::optional<c10::ArrayRef<double>> stddev = std::nullopt,
+                   std::optional<c10::ArrayRef<double>> factor_ranges = std::nullopt,
+                   std::optional<at::MemoryFormat> memory_format = std::nullopt);
+
+// Each image's gradient of augment() from the output's gradient `grad` (gpuaug::_augment_backward).
+std::vector<at::Tensor> augment_backward(
+    const at::Tensor& grad, at::TensorList images, const at::Tensor& geometry,
+    int64_t interpolation, bool antialias, int64_t padding_mode,
+    std::optional<c10::ArrayRef<double>> fill, c10::IntArrayRef stages,
+    const std::optional<at::Tensor>& factors, const std::optional<at::Tensor>& order,
+    const std::optional<at::Tensor>& apply, std::optional<c10::ArrayRef<double>> stddev,
+    std::optional<c10::ArrayRef<double>> factor_ranges);
 
 // A user-defined element-wise operator, compiled at run time by NVRTC for the GPU in use (CUDA
 // tensors only): `expression` is a CUDA C++ expression of the inputs, named by `names` in order

@@ -1,0 +1,358 @@
+// gpuaug::augment on the GPU. Blocks take a sample's output pixels each (several blocks a
+// sample); a block decodes its sample's program into shared memory once (photometric.cu's
+// block helpers), and each thread takes runs of a row's output pixels in turn: their source
+// pixels through the geometric front (kernels/augment/pixel.h), the program, then the
+// conversion and vector stores. With a reduction
+// stage a first pass writes each block's statistics of its pixels at that step, which the
+// second combines per sample in a fixed order. The images travel as a table in the kernels'
+// parameters (up to kTableSources per launch; a list of more takes a launch per that many):
+// no copy of pointers to the GPU, which a CUDA graph could not replay. The adjoint adds each
+// output pixel's gradient to its source pixels' with atomics.
+// Built with --fmad=false, as photometric.cu: the program rounds as torchvision's.
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/augment/augment.h"
+#include "kernels/augment/pixel.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/photometric/cuda/block.cuh"
+#include "kernels/photometric/photometric.h"
+#include "kernels/photometric/program.h"
+#include "kernels/photometric/stages.h"
+
+namespace gpuaug::cuda::augment_impl {
+namespace {
+
+using namespace gpuaug::geo;
+using namespace gpuaug::photo;
+namespace block = gpuaug::cuda::photometric_impl;
+
+// 256 sources of 72 bytes: 18 KiB of the 32 KiB a kernel's parameters may take (sm_70 and newer,
+// CUDA 12.1 and newer).
+constexpr int kTableSources = 256;
+
+struct SourceTable {
+  int count;
+  Source sources[kTableSources];
+};
+
+// The table's source that holds sample s.
+__device__ __forceinline__ const Source& source_of(const SourceTable& table, int64_t s) {
+  int lo = 0, hi = table.count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (table.sources[mid].first_sample <= s) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return table.sources[lo];
+}
+
+struct Launch {
+  int64_t first_sample;       // the launch's first
+  int64_t blocks_per_sample;  // every pass's
+  int64_t runs;               // per sample: runs of kRun pixels, each row's last maybe shorter
+};
+
+struct OutputLayout {
+  int64_t sample, channel, row, column;  // strides in elements
+};
+
+template <typename P>
+struct Fill {
+  P v[3];
+};
+
+// Each thread takes kRun consecutive output pixels of a row at a time: the program runs on
+// them together (its branches once a run) and the output takes them in vector stores.
+constexpr int kRun = 4;
+
+// Stores n consecutive values at p in the widest stores p's alignment allows.
+template <int N, typename V>
+__device__ __forceinline__ void store_run(V* p, const V (&v)[N]) {
+  constexpr int kBytes = N * static_cast<int>(sizeof(V));
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  if constexpr (kBytes % 16 == 0) {
+    if (address % 16 == 0) {
+      GPUAUG_UNROLL
+      for (int i = 0; i < kBytes / 16; ++i) {
+        reinterpret_cast<uint4*>(p)[i] = reinterpret_cast<const uint4*>(v)[i];
+      }
+      return;
+    }
+  }
+  if constexpr (kBytes % 8 == 0) {
+    if (address % 8 == 0) {
+      GPUAUG_UNROLL
+      for (int i = 0; i < kBytes / 8; ++i) {
+        reinterpret_cast<uint2*>(p)[i] = reinterpret_cast<const uint2*>(v)[i];
+      }
+      return;
+    }
+  }
+  if constexpr (kBytes % 4 == 0) {
+    if (address % 4 == 0) {
+      GPUAUG_UNROLL
+      for (int i = 0; i < kBytes / 4; ++i) {
+        reinterpret_cast<uint32_t*>(p)[i] = reinterpret_cast<const uint32_t*>(v)[i];
+      }
+      return;
+    }
+  }
+  GPUAUG_UNROLL
+  for (int i = 0; i < N; ++i) p[i] = v[i];
+}
+
+// Output pixels x0..x0+n-1 of row y: planar rows or interleaved pixels in runs, else one by one.
+template <int C, typename out_t>
+__device__ __forceinline__ void store_pixels(out_t* sample_out, const OutputLayout& layout,
+                                             int64_t y, int64_t x0, int n,
+                                             const out_t (&v)[kRun][3]) {
+  out_t* at = sample_out + y * layout.row + x0 * layout.column;
+  if (n == kRun && layout.column == 1) {
+    GPUAUG_UNROLL
+    for (int c = 0; c < C; ++c) {
+      out_t plane[kRun];
+      GPUAUG_UNROLL
+      for (int j = 0; j < kRun; ++j) plane[j] = v[j][c];
+      store_run(at + c * layout.channel, plane);
+    }
+    return;
+  }
+  if (n == kRun && layout.channel == 1 && layout.column == C) {
+    out_t pixels[kRun * C];
+    GPUAUG_UNROLL
+    for (int j = 0; j < kRun; ++j) {
+      GPUAUG_UNROLL
+      for (int c = 0; c < C; ++c) pixels[j * C + c] = v[j][c];
+    }
+    store_run(at, pixels);
+    return;
+  }
+  for (int j = 0; j < n; ++j) {
+    GPUAUG_UNROLL
+    for (int c = 0; c < C; ++c) at[j * layout.column + c * layout.channel] = v[j][c];
+  }
+}
+
+// Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
+// JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the others' code left
+// out of the loop.
+template <int C, typename T, typename out_t, typename P, bool Stats, bool JitterKinds>
+__global__ void __launch_bounds__(kThreads)
+    augment_kernel(const __grid_constant__ SourceTable table, const int64_t* geometry,
+                   Settings settings, Fill<P> fill, Launch launch, Program program, Rows<P> rows,
+                   double* partials, out_t* out, OutputLayout layout, Output<P> o) {
+  __shared__ SampleProgram<P> prog;
+  __shared__ Reduced<P> reduced;
+  const int64_t s = launch.first_sample + blockIdx.x / launch.blocks_per_sample;
+  const int64_t b = blockIdx.x % launch.blocks_per_sample;
+  block::Geometry g{};
+  g.pixels = settings.out_height * settings.out_width;
+  g.blocks_per_image = launch.blocks_per_sample;
+  block::decode_block_program(prog, program, rows, s);
+  if constexpr (!Stats) block::load_reduced<T>(reduced, partials, g, s, program.reduction);
+  __syncthreads();
+  const Source& src = source_of(table, s);
+  const T* image = static_cast<const T*>(src.data) + (s - src.first_sample) * src.sample_stride;
+  const SampleGeometry sg = sample_geometry(geometry + s * kColumns);
+  const int64_t width = settings.out_width;
+  const int64_t runs_per_row = ceil_div(width, int64_t{kRun});
+  const int64_t step = launch.blocks_per_sample * kThreads;
+  // the run's pixels through the geometric front (those past the row's end: zeros)
+  const auto front = [&](int64_t y, int64_t x0, int n, P (&x)[kRun][3]) {
+    GPUAUG_UNROLL
+    for (int j = 0; j < kRun; ++j) {
+      x[j][0] = x[j][1] = x[j][2] = P(0);
+      if (j < n) geometric_pixel<C, T, P>(image, src, sg, settings, fill.v, y, x0 + j, x[j]);
+    }
+  };
+  if constexpr (Stats) {
+    const int kind = program.reduction;
+    double stats[kStats];
+    GPUAUG_UNROLL
+    for (int i = 0; i < kStats; ++i) stats[i] = initial_stat(kind, i);
+    if (prog.reduce_at >= 0) {
+      const Reduced<P> none{};
+      for (int64_t r = b * kThreads + threadIdx.x; r < launch.runs; r += step) {
+        const int64_t y = r / runs_per_row, x0 = (r % runs_per_row) * kRun;
+        const int n = width - x0 < kRun ? static_cast<int>(width - x0) : kRun;
+        P x[kRun][3];
+        front(y, x0, n, x);
+        run_steps<C, T, JitterKinds>(prog, 0, prog.reduce_at, x, none);
+        if (kind == kContrast) {  // the run's grays summed first: one double addition a run
+          P grays = 0;
+          GPUAUG_UNROLL
+          for (int j = 0; j < kRun; ++j) grays += j < n ? contrast_gray<C, T>(x[j]) : P(0);
+          stats[0] += grays;
+        } else {
+          for (int j = 0; j < n; ++j) add_pixel_stats<C, T>(kind, x[j], stats);
+        }
+      }
+    }
+    block::block_stats(kind, stats, partials + blockIdx.x * kStats +
+                                        launch.first_sample * launch.blocks_per_sample * kStats);
+  } else {
+    out_t* sample_out = out + s * layout.sample;
+    for (int64_t r = b * kThreads + threadIdx.x; r < launch.runs; r += step) {
+      const int64_t y = r / runs_per_row, x0 = (r % runs_per_row) * kRun;
+      const int n = width - x0 < kRun ? static_cast<int>(width - x0) : kRun;
+      P x[kRun][3];
+      front(y, x0, n, x);
+      run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
+      out_t v[kRun][3];
+      GPUAUG_UNROLL
+      for (int j = 0; j < kRun; ++j) {
+        GPUAUG_UNROLL
+        for (int c = 0; c < C; ++c) v[j][c] = convert<T, out_t>(x[j][c], o, c);
+      }
+      store_pixels<C>(sample_out, layout, y, x0, n, v);
+    }
+  }
+}
+
+template <typename T, typename G>
+__global__ void __launch_bounds__(kThreads)
+    adjoint_kernel(const __grid_constant__ SourceTable table, const int64_t* geometry,
+                   Settings settings, const T* grad, int64_t channels, int64_t first_sample,
+                   int64_t samples) {
+  const int64_t pixels = settings.out_height * settings.out_width;
+  const int64_t total = samples * pixels;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * kThreads) {
+    const int64_t s = first_sample + i / pixels, p = i % pixels;
+    const Source& src = source_of(table, s);
+    G* image = static_cast<G*>(const_cast<void*>(src.data)) + (s - src.first_sample) * src.sample_stride;
+    const T* sample_grad = grad + s * channels * pixels;
+    G values[3] = {G(0), G(0), G(0)};
+    for (int c = 0; c < channels; ++c) values[c] = static_cast<G>(sample_grad[c * pixels + p]);
+    geometric_adjoint(image, src, sample_geometry(geometry + s * kColumns), settings,
+                      static_cast<int>(channels), p / settings.out_width, p % settings.out_width,
+                      values, [](G* at, G v) { atomicAdd(at, v); });
+  }
+}
+
+// Calls f(table, first sample, samples) for each run of up to kTableSources sources.
+template <typename F>
+void for_each_table(const std::vector<Source>& sources, F&& f) {
+  for (size_t begin = 0; begin < sources.size(); begin += kTableSources) {
+    const size_t end = std::min(sources.size(), begin + kTableSources);
+    SourceTable table{};
+    table.count = static_cast<int>(end - begin);
+    std::copy(sources.begin() + begin, sources.begin() + end, table.sources);
+    const Source& last = sources[end - 1];
+    const int64_t first = sources[begin].first_sample;
+    const int64_t samples = last.first_sample + last.samples - first;
+    if (samples > 0) f(table, first, samples);
+  }
+}
+
+// Blocks per sample, a function of the sizes alone (statistics combine in the same order on
+// every GPU): enough blocks in all to fill any GPU, each thread a few runs of pixels.
+int64_t blocks_per_sample(int64_t samples, int64_t runs) {
+  constexpr int64_t kTargetBlocks = 8192;
+  return std::clamp<int64_t>(ceil_div(kTargetBlocks, std::max<int64_t>(samples, 1)), 1,
+                             std::max<int64_t>(ceil_div(runs, kThreads), 1));
+}
+
+bool only_jitter_kinds(const Program& program) {
+  for (int k = 0; k < program.count; ++k) {
+    if (!is_jitter_kind(program.kinds[k])) return false;
+  }
+  return true;
+}
+
+void augment(const at::Tensor& out, const std::vector<Source>& sources, at::ScalarType image_dtype,
+             const at::Tensor& geometry, const Settings& settings, const Program& program,
+             const at::Tensor& factors, const at::Tensor& order, const at::Tensor& apply,
+             std::optional<c10::ArrayRef<double>> mean,
+             std::optional<c10::ArrayRef<double>> stddev) {
+  const c10::cuda::CUDAGuard device_guard(out.device());
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const int64_t samples = out.size(0);
+  const int64_t runs = out.size(2) * ceil_div(out.size(3), int64_t{kRun});
+  const int64_t per_sample = blocks_per_sample(samples, runs);
+  const OutputLayout layout{out.stride(0), out.stride(1), out.stride(2), out.stride(3)};
+  at::Tensor partials;
+  if (program.reduction) {
+    partials = at::empty({samples * per_sample, kStats}, out.options().dtype(at::kDouble));
+  }
+  double* sums = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
+  const bool jitter_kinds = only_jitter_kinds(program);
+  photometric_dispatch(image_dtype, out.scalar_type(), [&](auto in_type, auto out_type) {
+    using T = typename decltype(in_type)::type;
+    using out_t = typename decltype(out_type)::type;
+    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const Rows<P> rows = photometric_rows<P>(factors, order, apply);
+    const Output<P> o = photometric_output<P>(mean, stddev);
+    Fill<P> fill;
+    fill_values<T>(settings, fill.v);
+    out_t* dst = out.mutable_data_ptr<out_t>();
+    const int64_t* geo = geometry.const_data_ptr<int64_t>();
+    const auto run = [&](auto channels, auto jitter) {
+      constexpr int C = decltype(channels)::value;
+      constexpr bool J = decltype(jitter)::value;
+      for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
+        const Launch launch{first, per_sample, runs};
+        if (sums == nullptr) return;
+        // (the statistics' pass writes no output: one build per image dtype)
+        augment_kernel<C, T, T, P, true, J><<<count * per_sample, kThreads, 0, stream>>>(
+            table, geo, settings, fill, launch, program, rows, sums, nullptr, layout, o);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+      for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
+        const Launch launch{first, per_sample, runs};
+        augment_kernel<C, T, out_t, P, false, J><<<count * per_sample, kThreads, 0, stream>>>(
+            table, geo, settings, fill, launch, program, rows, sums, dst, layout, o);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+    };
+    using Yes = std::true_type;
+    using No = std::false_type;
+    if (out.size(1) == 1) {
+      run(std::integral_constant<int, 1>{}, No{});
+    } else if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, float>) {
+      // the training pipelines' programs (ColorJitter, RandomPhotometricDistort), built apart
+      if (jitter_kinds) {
+        run(std::integral_constant<int, 3>{}, Yes{});
+      } else {
+        run(std::integral_constant<int, 3>{}, No{});
+      }
+    } else {
+      run(std::integral_constant<int, 3>{}, No{});
+    }
+  });
+}
+
+void augment_adjoint(const at::Tensor& grad, const std::vector<Source>& grads,
+                     const at::Tensor& geometry, const Settings& settings) {
+  const c10::cuda::CUDAGuard device_guard(grad.device());
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, grad.scalar_type(),
+                                  "gpuaug::_augment_backward", [&] {
+    using G = std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
+    for_each_table(grads, [&](const SourceTable& table, int64_t first, int64_t count) {
+      const int64_t total = count * settings.out_height * settings.out_width;
+      const int64_t blocks = std::clamp<int64_t>(ceil_div(total, kThreads), 1, 65536);
+      adjoint_kernel<scalar_t, G><<<blocks, kThreads, 0, stream>>>(
+          table, geometry.const_data_ptr<int64_t>(), settings, grad.const_data_ptr<scalar_t>(),
+          grad.size(1), first, count);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  });
+}
+
+}  // namespace
+}  // namespace gpuaug::cuda::augment_impl
+
+namespace gpuaug {
+GPUAUG_REGISTER_LOOP(augment_loops, cuda, &cuda::augment_impl::augment);
+GPUAUG_REGISTER_LOOP(augment_adjoint_loops, cuda, &cuda::augment_impl::augment_adjoint);
+}  // namespace gpuaug
