@@ -44,9 +44,9 @@ struct Settings {
   int padding_mode;
   double fill[3];
   int64_t out_height, out_width;
-  // Each tap row's sum as the image's dtype holds it: torch's CPU resizes uint8 in two passes
-  // (rows, then columns) through a uint8 image.
-  bool round_rows;
+  // torch's CPU resize of uint8 (bilinear, bicubic): two passes (rows, then columns) through a
+  // uint8 image, each tap row's sum rounded.
+  bool uint8_passes;
 };
 
 struct SampleGeometry {

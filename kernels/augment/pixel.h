@@ -108,7 +108,7 @@ C10_HOST_DEVICE inline void geometric_pixel(const T* image, const Source& src,
     }
     const P wy = ay.weight(ty);
     GPUAUG_UNROLL
-    for (int c = 0; c < C; ++c) acc[c] += (s.round_rows ? held_as<T, P>(sum[c]) : sum[c]) * wy;
+    for (int c = 0; c < C; ++c) acc[c] += (s.uint8_passes ? held_as<T, P>(sum[c]) : sum[c]) * wy;
   }
   GPUAUG_UNROLL
   for (int c = 0; c < C; ++c) v[c] = held_as<T, P>(acc[c]);

@@ -79,27 +79,25 @@ def reference_augment(images, geometry, size, interpolation=1, antialias=True, p
     return torch.stack(outs)
 
 
-def xfail_native_uint8(request, dtype, device, interpolation):
-    """torchvision resizes uint8 images on the CPU with its native uint8 kernel (bicubic always,
-    bilinear on AVX2 CPUs), whose horizontal pass is rounded and clamped to uint8 before the
-    vertical one: up to 30 off the float path (CUDA's, and the op's today) where bicubic
-    overshoots. Marked until the op's CPU loop follows it."""
-    if dtype == torch.uint8 and device == "cpu" and interpolation == 2:
-        request.applymarker(pytest.mark.xfail(
-            reason="torchvision's CPU uint8 bicubic clamps its first pass to uint8", strict=False))
+def uint8_tolerance(device, interpolation):
+    """How far uint8 values may be off torchvision's: 1 (torch's resizes round differently from
+    the op's float arithmetic), 2 for bicubic on the CPU, where torch's native uint8 kernel
+    (whose two passes the op follows) computes in fixed point, and bicubic's second pass can
+    double a difference of one in the first."""
+    return 2 if device == "cpu" and interpolation == 2 else 1
 
 
-def assert_close_images(actual, expected, what=""):
-    """uint8 within 1 (the fraction off by one printed), floating within 1e-5."""
+def assert_close_images(actual, expected, what="", uint8_off=1):
+    """uint8 within uint8_off (the fraction off printed), floating within 1e-5."""
     assert actual.shape == expected.shape, (what, actual.shape, expected.shape)
     assert actual.dtype == expected.dtype, (what, actual.dtype, expected.dtype)
     if actual.dtype == torch.uint8:
         diff = (actual.int() - expected.int()).abs()
-        assert diff.max().item() <= 1, (what, diff.max().item())
+        assert diff.max().item() <= uint8_off, (what, diff.max().item())
         if diff.numel():
             off = (diff > 0).double().mean().item()
             if off:
-                print(f"{what}: {off:.2%} of the values off by one")
+                print(f"{what}: {off:.2%} of the values off")
     else:
         torch.testing.assert_close(actual, expected, atol=1e-5, rtol=0, msg=what)
 

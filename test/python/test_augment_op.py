@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from gpuaug_testing import DEVICES, requires_cuda
-from geometric_testing import F, assert_close_images, make_images, reference_augment
+from geometric_testing import (F, assert_close_images, make_images, reference_augment,
+                               uint8_tolerance)
 
 needs_torchvision = pytest.mark.skipif(F is None, reason="torchvision is not installed")
 
@@ -64,7 +65,8 @@ def test_values(dtype, interpolation, antialias, padding_mode, device):
                   fill=fill)
     out = augment([images], geometry.to(device), **kwargs)
     assert_close_images(out, reference_augment([images], geometry, OUT, **kwargs),
-                        f"{dtype} {interpolation} {antialias} {padding_mode} {device}")
+                        f"{dtype} {interpolation} {antialias} {padding_mode} {device}",
+                        uint8_tolerance(device, interpolation))
 
 
 @needs_torchvision
@@ -145,6 +147,31 @@ def test_program_fused(stages, dtype, normalize, device):
         torch.testing.assert_close(fused, apart, rtol=0, atol=0)
     else:
         torch.testing.assert_close(fused, apart, rtol=0, atol=1e-6)
+
+
+CONVERSIONS = [(torch.uint8, out) for out in (torch.float16, torch.bfloat16, torch.float32,
+                                              torch.float64)]
+CONVERSIONS += [(image, torch.uint8) for image in (torch.float16, torch.bfloat16, torch.float32,
+                                                   torch.float64)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last])
+@pytest.mark.parametrize("image_dtype, dtype", CONVERSIONS)
+def test_output_dtypes(image_dtype, dtype, memory_format, device):
+    """Every conversion the op writes (to_dtype's, then Normalize's for floating outputs)
+    equals gpuaug::photometric's of the unconverted output, in both memory formats."""
+    images = make_images([3, 3, 14, 23], image_dtype, device, seed=40)
+    geometry = random_geometry([(14, 23)] * 3, out=(10, 21), seed=41).to(device)
+    program = dict(dtype=dtype)
+    if dtype != torch.uint8:
+        program.update(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    out = augment([images], geometry, size=(10, 21), memory_format=memory_format, **program)
+    assert out.dtype == dtype and out.is_contiguous(memory_format=memory_format)
+    front = augment([images], geometry, size=(10, 21))
+    expected = torch.ops.gpuaug.photometric(front, [], torch.empty([3, 0], device=device),
+                                            **program)
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
 
 
 def test_geometry_on_device_as_data():

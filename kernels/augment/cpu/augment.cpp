@@ -92,8 +92,8 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
     const Rows<P> rows = photometric_rows<P>(factors, order, apply);
     const Output<P> o = photometric_output<P>(mean, stddev);
     Settings s = settings;
-    s.round_rows = std::is_same_v<T, uint8_t> &&
-                   (s.interpolation == kBilinear || s.interpolation == kBicubic);
+    s.uint8_passes = std::is_same_v<T, uint8_t> &&
+                     (s.interpolation == kBilinear || s.interpolation == kBicubic);
     if (out.size(1) == 1) {
       augment_samples<1, T, out_t, P>(out, sources, geometry, s, program, rows, o);
     } else {

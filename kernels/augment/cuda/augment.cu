@@ -58,11 +58,12 @@ __device__ __forceinline__ const Source& source_of(const SourceTable& table, int
 struct Launch {
   int64_t first_sample;       // the launch's first
   int64_t blocks_per_sample;  // every pass's
-  int64_t runs;               // per sample: runs of kRun pixels, each row's last maybe shorter
+  int64_t runs;               // per sample: runs of V pixels, each row's last maybe shorter
 };
 
 struct OutputLayout {
   int64_t sample, channel, row, column;  // strides in elements
+  int dtype;                             // an at::ScalarType
 };
 
 template <typename P>
@@ -70,14 +71,17 @@ struct Fill {
   P v[3];
 };
 
-// Each thread takes kRun consecutive output pixels of a row at a time: the program runs on
-// them together (its branches once a run) and the output takes them in vector stores.
+// Each thread takes runs of V consecutive output pixels of a row at a time: the program runs
+// on them together (its branches once a run) and the output takes them in vector stores. V is
+// kRun for the training pipelines' case (uint8 and float32 RGB images, programs of jitter kinds
+// alone: ColorJitter, RandomPhotometricDistort, none), 1 otherwise: each pixel of a run is the
+// program's code again, and the library's build time bounds that.
 constexpr int kRun = 4;
 
 // Stores n consecutive values at p in the widest stores p's alignment allows.
-template <int N, typename V>
-__device__ __forceinline__ void store_run(V* p, const V (&v)[N]) {
-  constexpr int kBytes = N * static_cast<int>(sizeof(V));
+template <int N, typename E>
+__device__ __forceinline__ void store_run(E* p, const E (&v)[N]) {
+  constexpr int kBytes = N * static_cast<int>(sizeof(E));
   const auto address = reinterpret_cast<uintptr_t>(p);
   if constexpr (kBytes % 16 == 0) {
     if (address % 16 == 0) {
@@ -111,45 +115,79 @@ __device__ __forceinline__ void store_run(V* p, const V (&v)[N]) {
 }
 
 // Output pixels x0..x0+n-1 of row y: planar rows or interleaved pixels in runs, else one by one.
-template <int C, typename out_t>
+template <int C, int V, typename out_t>
 __device__ __forceinline__ void store_pixels(out_t* sample_out, const OutputLayout& layout,
                                              int64_t y, int64_t x0, int n,
-                                             const out_t (&v)[kRun][3]) {
-  out_t* at = sample_out + y * layout.row + x0 * layout.column;
-  if (n == kRun && layout.column == 1) {
-    GPUAUG_UNROLL
-    for (int c = 0; c < C; ++c) {
-      out_t plane[kRun];
+                                             const out_t (&v)[V][3]) {
+  out_t* first = sample_out + y * layout.row + x0 * layout.column;
+  if constexpr (V > 1) {
+    if (n == V && layout.column == 1) {
       GPUAUG_UNROLL
-      for (int j = 0; j < kRun; ++j) plane[j] = v[j][c];
-      store_run(at + c * layout.channel, plane);
+      for (int c = 0; c < C; ++c) {
+        out_t plane[V];
+        GPUAUG_UNROLL
+        for (int j = 0; j < V; ++j) plane[j] = v[j][c];
+        store_run(first + c * layout.channel, plane);
+      }
+      return;
     }
-    return;
-  }
-  if (n == kRun && layout.channel == 1 && layout.column == C) {
-    out_t pixels[kRun * C];
-    GPUAUG_UNROLL
-    for (int j = 0; j < kRun; ++j) {
+    if (n == V && layout.channel == 1 && layout.column == C) {
+      out_t pixels[V * C];
       GPUAUG_UNROLL
-      for (int c = 0; c < C; ++c) pixels[j * C + c] = v[j][c];
+      for (int j = 0; j < V; ++j) {
+        GPUAUG_UNROLL
+        for (int c = 0; c < C; ++c) pixels[j * C + c] = v[j][c];
+      }
+      store_run(first, pixels);
+      return;
     }
-    store_run(at, pixels);
-    return;
   }
   for (int j = 0; j < n; ++j) {
     GPUAUG_UNROLL
-    for (int c = 0; c < C; ++c) at[j * layout.column + c * layout.channel] = v[j][c];
+    for (int c = 0; c < C; ++c) first[j * layout.column + c * layout.channel] = v[j][c];
+  }
+}
+
+C10_HOST_DEVICE constexpr int code(at::ScalarType t) { return static_cast<int>(t); }
+
+// The run's values (after the program) converted to the output's dtype and stored: a switch
+// at run time rather than a kernel per output dtype, which would multiply the build.
+template <int C, typename T, int V, typename P>
+__device__ __forceinline__ void convert_store(void* out, const OutputLayout& layout,
+                                              const Output<P>& o, int64_t s, int64_t y,
+                                              int64_t x0, int n, const P (&x)[V][3]) {
+  const auto as = [&](auto type) {
+    using out_t = typename decltype(type)::type;
+    out_t v[V][3];
+    GPUAUG_UNROLL
+    for (int j = 0; j < V; ++j) {
+      GPUAUG_UNROLL
+      for (int c = 0; c < C; ++c) v[j][c] = convert<T, out_t>(x[j][c], o, c);
+    }
+    store_pixels<C>(static_cast<out_t*>(out) + s * layout.sample, layout, y, x0, n, v);
+  };
+  if constexpr (kIsU8<T>) {  // uint8 images: to any floating dtype too (to_dtype)
+    switch (layout.dtype) {
+      case code(at::kFloat): return as(PhotometricType<float>{});
+      case code(at::kHalf): return as(PhotometricType<at::Half>{});
+      case code(at::kBFloat16): return as(PhotometricType<at::BFloat16>{});
+      case code(at::kDouble): return as(PhotometricType<double>{});
+      default: return as(PhotometricType<uint8_t>{});
+    }
+  } else {  // floating images: their own dtype or uint8
+    if (layout.dtype == code(at::kByte)) return as(PhotometricType<uint8_t>{});
+    return as(PhotometricType<T>{});
   }
 }
 
 // Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
 // JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the others' code left
 // out of the loop.
-template <int C, typename T, typename out_t, typename P, bool Stats, bool JitterKinds>
+template <int C, typename T, int V, typename P, bool Stats, bool JitterKinds>
 __global__ void __launch_bounds__(kThreads)
     augment_kernel(const __grid_constant__ SourceTable table, const int64_t* geometry,
                    Settings settings, Fill<P> fill, Launch launch, Program program, Rows<P> rows,
-                   double* partials, out_t* out, OutputLayout layout, Output<P> o) {
+                   double* partials, void* out, OutputLayout layout, Output<P> o) {
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> reduced;
   const int64_t s = launch.first_sample + blockIdx.x / launch.blocks_per_sample;
@@ -164,12 +202,12 @@ __global__ void __launch_bounds__(kThreads)
   const T* image = static_cast<const T*>(src.data) + (s - src.first_sample) * src.sample_stride;
   const SampleGeometry sg = sample_geometry(geometry + s * kColumns);
   const int64_t width = settings.out_width;
-  const int64_t runs_per_row = ceil_div(width, int64_t{kRun});
+  const int64_t runs_per_row = ceil_div(width, int64_t{V});
   const int64_t step = launch.blocks_per_sample * kThreads;
   // the run's pixels through the geometric front (those past the row's end: zeros)
-  const auto front = [&](int64_t y, int64_t x0, int n, P (&x)[kRun][3]) {
+  const auto front = [&](int64_t y, int64_t x0, int n, P (&x)[V][3]) {
     GPUAUG_UNROLL
-    for (int j = 0; j < kRun; ++j) {
+    for (int j = 0; j < V; ++j) {
       x[j][0] = x[j][1] = x[j][2] = P(0);
       if (j < n) geometric_pixel<C, T, P>(image, src, sg, settings, fill.v, y, x0 + j, x[j]);
     }
@@ -182,15 +220,15 @@ __global__ void __launch_bounds__(kThreads)
     if (prog.reduce_at >= 0) {
       const Reduced<P> none{};
       for (int64_t r = b * kThreads + threadIdx.x; r < launch.runs; r += step) {
-        const int64_t y = r / runs_per_row, x0 = (r % runs_per_row) * kRun;
-        const int n = width - x0 < kRun ? static_cast<int>(width - x0) : kRun;
-        P x[kRun][3];
+        const int64_t y = r / runs_per_row, x0 = (r % runs_per_row) * V;
+        const int n = width - x0 < V ? static_cast<int>(width - x0) : V;
+        P x[V][3];
         front(y, x0, n, x);
         run_steps<C, T, JitterKinds>(prog, 0, prog.reduce_at, x, none);
         if (kind == kContrast) {  // the run's grays summed first: one double addition a run
           P grays = 0;
           GPUAUG_UNROLL
-          for (int j = 0; j < kRun; ++j) grays += j < n ? contrast_gray<C, T>(x[j]) : P(0);
+          for (int j = 0; j < V; ++j) grays += j < n ? contrast_gray<C, T>(x[j]) : P(0);
           stats[0] += grays;
         } else {
           for (int j = 0; j < n; ++j) add_pixel_stats<C, T>(kind, x[j], stats);
@@ -200,20 +238,13 @@ __global__ void __launch_bounds__(kThreads)
     block::block_stats(kind, stats, partials + blockIdx.x * kStats +
                                         launch.first_sample * launch.blocks_per_sample * kStats);
   } else {
-    out_t* sample_out = out + s * layout.sample;
     for (int64_t r = b * kThreads + threadIdx.x; r < launch.runs; r += step) {
-      const int64_t y = r / runs_per_row, x0 = (r % runs_per_row) * kRun;
-      const int n = width - x0 < kRun ? static_cast<int>(width - x0) : kRun;
-      P x[kRun][3];
+      const int64_t y = r / runs_per_row, x0 = (r % runs_per_row) * V;
+      const int n = width - x0 < V ? static_cast<int>(width - x0) : V;
+      P x[V][3];
       front(y, x0, n, x);
       run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
-      out_t v[kRun][3];
-      GPUAUG_UNROLL
-      for (int j = 0; j < kRun; ++j) {
-        GPUAUG_UNROLL
-        for (int c = 0; c < C; ++c) v[j][c] = convert<T, out_t>(x[j][c], o, c);
-      }
-      store_pixels<C>(sample_out, layout, y, x0, n, v);
+      convert_store<C, T>(out, layout, o, s, y, x0, n, x);
     }
   }
 }
@@ -277,56 +308,65 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
   const c10::cuda::CUDAGuard device_guard(out.device());
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int64_t samples = out.size(0);
-  const int64_t runs = out.size(2) * ceil_div(out.size(3), int64_t{kRun});
-  const int64_t per_sample = blocks_per_sample(samples, runs);
-  const OutputLayout layout{out.stride(0), out.stride(1), out.stride(2), out.stride(3)};
+  // per pixel rows (V = 1) and per runs of kRun: the sizes alone fix the blocks (see above)
+  const int64_t pixels = out.size(2) * out.size(3);
+  const int64_t per_sample = blocks_per_sample(samples, ceil_div(pixels, int64_t{kRun}));
+  const OutputLayout layout{out.stride(0), out.stride(1), out.stride(2), out.stride(3),
+                            code(out.scalar_type())};
   at::Tensor partials;
   if (program.reduction) {
     partials = at::empty({samples * per_sample, kStats}, out.options().dtype(at::kDouble));
   }
   double* sums = partials.defined() ? partials.mutable_data_ptr<double>() : nullptr;
   const bool jitter_kinds = only_jitter_kinds(program);
-  photometric_dispatch(image_dtype, out.scalar_type(), [&](auto in_type, auto out_type) {
-    using T = typename decltype(in_type)::type;
-    using out_t = typename decltype(out_type)::type;
+  AT_DISPATCH_FLOATING_TYPES_AND3(at::kHalf, at::kBFloat16, at::kByte, image_dtype,
+                                  "gpuaug::augment", [&] {
+    using T = scalar_t;
     using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const Rows<P> rows = photometric_rows<P>(factors, order, apply);
     const Output<P> o = photometric_output<P>(mean, stddev);
     Fill<P> fill;
     fill_values<T>(settings, fill.v);
-    out_t* dst = out.mutable_data_ptr<out_t>();
+    void* dst = out.mutable_data_ptr();
     const int64_t* geo = geometry.const_data_ptr<int64_t>();
-    const auto run = [&](auto channels, auto jitter) {
+    // the statistics' pass (where the program reduces) a pixel per run, then the element-wise
+    // pass in runs of V
+    const auto run = [&](auto channels, auto jitter, auto run_length) {
       constexpr int C = decltype(channels)::value;
       constexpr bool J = decltype(jitter)::value;
+      constexpr int V = decltype(run_length)::value;
+      if (sums != nullptr) {
+        for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
+          const Launch launch{first, per_sample, pixels};
+          augment_kernel<C, T, 1, P, true, J><<<count * per_sample, kThreads, 0, stream>>>(
+              table, geo, settings, fill, launch, program, rows, sums, nullptr, layout, o);
+          C10_CUDA_KERNEL_LAUNCH_CHECK();
+        });
+      }
       for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
-        const Launch launch{first, per_sample, runs};
-        if (sums == nullptr) return;
-        // (the statistics' pass writes no output: one build per image dtype)
-        augment_kernel<C, T, T, P, true, J><<<count * per_sample, kThreads, 0, stream>>>(
-            table, geo, settings, fill, launch, program, rows, sums, nullptr, layout, o);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      });
-      for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
-        const Launch launch{first, per_sample, runs};
-        augment_kernel<C, T, out_t, P, false, J><<<count * per_sample, kThreads, 0, stream>>>(
+        const Launch launch{first, per_sample, out.size(2) * ceil_div(out.size(3), int64_t{V})};
+        augment_kernel<C, T, V, P, false, J><<<count * per_sample, kThreads, 0, stream>>>(
             table, geo, settings, fill, launch, program, rows, sums, dst, layout, o);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
     };
     using Yes = std::true_type;
     using No = std::false_type;
+    using One = std::integral_constant<int, 1>;
+    using Run = std::integral_constant<int, kRun>;
+    using Gray = std::integral_constant<int, 1>;
+    using RGB = std::integral_constant<int, 3>;
     if (out.size(1) == 1) {
-      run(std::integral_constant<int, 1>{}, No{});
+      run(Gray{}, No{}, One{});
     } else if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, float>) {
       // the training pipelines' programs (ColorJitter, RandomPhotometricDistort), built apart
       if (jitter_kinds) {
-        run(std::integral_constant<int, 3>{}, Yes{});
+        run(RGB{}, Yes{}, Run{});
       } else {
-        run(std::integral_constant<int, 3>{}, No{});
+        run(RGB{}, No{}, One{});
       }
     } else {
-      run(std::integral_constant<int, 3>{}, No{});
+      run(RGB{}, No{}, One{});
     }
   });
 }
