@@ -27,7 +27,8 @@ at::Tensor geometry(std::vector<std::vector<int64_t>> rows) {
 at::Tensor run(std::vector<at::Tensor> images, const at::Tensor& rows, int64_t height,
                int64_t width, int64_t interpolation = 1, bool antialias = false) {
   const std::vector<c10::SymInt> size{height, width};
-  return gpuaug::augment(images, rows.to(images[0].device()), size, interpolation, antialias,
+  const at::Device device = images.empty() ? at::Device(at::kCPU) : images[0].device();
+  return gpuaug::augment(images, rows.to(device), size, interpolation, antialias,
                          /*padding_mode=*/0, std::nullopt, {}, std::nullopt, std::nullopt,
                          std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
                          std::nullopt);

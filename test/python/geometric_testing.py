@@ -49,6 +49,16 @@ def _window(image, top, left, height, width, padding_mode, fill):
                   left + pad_left:left + pad_left + width]
 
 
+def _resize(image, size, interpolation, antialias):
+    """F.resize; where torch's CPU antialiased kernel resizes to one column and changes the
+    height (it repeats the first row then), the height first and the width apart."""
+    height, width = image.shape[-2:]
+    if (image.device.type == "cpu" and antialias and interpolation in (MODES[1], MODES[2])
+            and size[1] == 1 and width != 1 and size[0] != height):
+        image = F.resize(image, [size[0], width], interpolation=interpolation, antialias=True)
+    return F.resize(image, size, interpolation=interpolation, antialias=antialias)
+
+
 def reference_augment(images, geometry, size, interpolation=1, antialias=True, padding_mode=0,
                       fill=None):
     """``gpuaug::augment``'s geometry with torchvision's functions, sample by sample: the window
@@ -68,8 +78,7 @@ def reference_augment(images, geometry, size, interpolation=1, antialias=True, p
             window = F.hflip(window)
         if window_flip & 2:
             window = F.vflip(window)
-        resized = F.resize(window, [resized_h, resized_w], interpolation=MODES[interpolation],
-                           antialias=antialias)
+        resized = _resize(window, [resized_h, resized_w], MODES[interpolation], antialias)
         out = _window(resized, out_top, out_left, height_out, width_out, 0, fill)
         if out_flip & 1:
             out = F.hflip(out)

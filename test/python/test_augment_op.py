@@ -122,8 +122,9 @@ def test_layouts(device):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("stages, dtype, normalize", [
     ([1, 2, 3, 4], torch.float32, True),   # ColorJitter: contrast's mean of the cropped image
-    ([5, 7], None, False),                  # grayscale, invert
-    ([12], torch.float32, False),           # autocontrast's reduction
+    ([5, 8, 6], None, False),               # grayscale, invert, solarize: not jitter kinds
+    ([10], torch.float32, False),           # autocontrast's reduction
+    ([9, 1], torch.float16, False),         # permute channels, brightness: to float16
 ])
 def test_program_fused(stages, dtype, normalize, device):
     """The program inside the geometric pass equals gpuaug::photometric on its output."""
@@ -131,6 +132,10 @@ def test_program_fused(stages, dtype, normalize, device):
     geometry = random_geometry([(20, 24)] * 5, seed=12).to(device)
     factors = torch.rand([5, len(stages)], generator=torch.Generator().manual_seed(13))
     factors = (0.5 + factors).to(device)
+    if 6 in stages:
+        factors[:, stages.index(6)] *= 128  # solarize's threshold, in uint8's range
+    if 9 in stages:
+        factors[:, stages.index(9)] = torch.tensor([5.0, 7, 11, 15, 19])  # permutations
     if 4 in stages:
         factors[:, stages.index(4)] -= 0.9  # hue in [-0.4, 0.6): wrap it into [-0.5, 0.5]
         factors[:, stages.index(4)] = factors[:, stages.index(4)].clamp(-0.5, 0.5)
@@ -216,7 +221,7 @@ def test_gradient_of_float32_list(device):
     kwargs = dict(interpolation=2, antialias=True, padding_mode=2)
     grads = []
     for dtype in (torch.float64, torch.float32):
-        images = [i.to(dtype).requires_grad_() for i in images64]
+        images = [i.detach().to(dtype).requires_grad_() for i in images64]
         augment(images, geometry, **kwargs).backward(grad.to(dtype))
         grads.append([i.grad for i in images])
     for g64, g32 in zip(*grads):
@@ -288,13 +293,13 @@ def test_torchscript():
     @torch.jit.script
     def run(images: List[torch.Tensor], geometry: torch.Tensor) -> torch.Tensor:
         return torch.ops.gpuaug.augment(images, geometry, [9, 11], interpolation=0,
-                                        fill=[0.5], dtype=torch.float64)
+                                        fill=[100.0], dtype=torch.float64)
 
-    images = [make_images([3, 13, 17], torch.float32, seed=32),
-              make_images([3, 8, 20], torch.float32, seed=33)]
+    images = [make_images([3, 13, 17], torch.uint8, seed=32),
+              make_images([3, 8, 20], torch.uint8, seed=33)]
     geometry = random_geometry([(13, 17), (8, 20)], seed=34)
     torch.testing.assert_close(run(images, geometry),
-                               augment(images, geometry, interpolation=0, fill=[0.5],
+                               augment(images, geometry, interpolation=0, fill=[100.0],
                                        dtype=torch.float64), rtol=0, atol=0)
 
 
@@ -352,7 +357,8 @@ def bad_call(images=None, geometry=None, size=OUT, **kwargs):
      r"'images\[0\]' of at least one pixel, but got shape \[2, 3, 0, 5\]"),
     (lambda: bad_call(images=[torch.rand([5, 5])]), r"'images\[0\]' of shape \[C, H, W\]"),
     (lambda: bad_call(images=[torch.rand([2, 4, 5, 5])]), "with 1 or 3 channels, but got 4"),
-    (lambda: bad_call(images=[torch.randint(0, 9, [2, 3, 5, 5])]), "dtype float32, .*int64"),
+    (lambda: bad_call(images=[torch.randint(0, 9, [2, 3, 5, 5])]),
+     r"'images\[0\]' of dtype float32, float64, float16, bfloat16 or uint8, but got Long"),
     (lambda: bad_call(geometry=torch.zeros([3, 10], dtype=torch.long)),
      r"'geometry' of shape \[2, 10\] \(a row per sample\), but got \[3, 10\]"),
     (lambda: bad_call(geometry=torch.zeros([2, 10])), "'geometry' of dtype int64"),
