@@ -66,20 +66,41 @@ inline void fill_values(const Settings& s, P (&fill)[3]) {
   }
 }
 
-// Output pixel (y, x) of a sample whose image (its first element at `image`) is `src`'s, in
-// the compute type P, as its dtype T holds it: v[c] for C channels. `fill`: the fill as T holds it.
+// What the pixels of output row y share: its row of the resized image (outside it: fill) and
+// that row's vertical taps, the first kCachedTaps of them as image rows (-1: fill) and weights.
+struct RowTaps {
+  bool inside;
+  Axis axis;
+  Taps taps;
+};
+
+C10_HOST_DEVICE inline RowTaps row_taps(const Source& src, const SampleGeometry& g,
+                                        const Settings& s, int64_t y) {
+  RowTaps r{};
+  const int64_t ry = g.out_top + (g.out_vflip ? s.out_height - 1 - y : y);
+  // (a window of no pixels, which the op rejects where it can see the geometry: fill)
+  r.inside = ry >= 0 && ry < g.resized_height && g.height > 0 && g.width > 0;
+  if (!r.inside) return r;
+  r.axis = axis_at(ry, g.height, g.resized_height, s);
+  cache_taps(r.axis, g.top, g.window_vflip, src.height, s.padding_mode, r.taps);
+  return r;
+}
+
+// Output pixel (row's y, x) of a sample whose image (its first element at `image`) is `src`'s,
+// in the compute type P, as its dtype T holds it: v[c] for C channels. `fill`: the fill as T
+// holds it.
 template <int C, typename T, typename P>
 C10_HOST_DEVICE inline void geometric_pixel(const T* image, const Source& src,
                                             const SampleGeometry& g, const Settings& s,
-                                            const P (&fill)[3], int64_t y, int64_t x,
+                                            const P (&fill)[3], const RowTaps& row, int64_t x,
                                             P (&v)[3]) {
-  int64_t ry, rx;
-  if (!resized_coordinates(g, s, y, x, ry, rx)) {
+  const int64_t rx = g.out_left + (g.out_hflip ? s.out_width - 1 - x : x);
+  if (!row.inside || rx < 0 || rx >= g.resized_width) {
     GPUAUG_UNROLL
     for (int c = 0; c < C; ++c) v[c] = fill[c];
     return;
   }
-  const Axis ay = axis_at(ry, g.height, g.resized_height, s);
+  const Axis& ay = row.axis;
   const Axis ax = axis_at(rx, g.width, g.resized_width, s);
   Taps cols;
   cache_taps(ax, g.left, g.window_hflip, src.width, s.padding_mode, cols);
@@ -87,8 +108,11 @@ C10_HOST_DEVICE inline void geometric_pixel(const T* image, const Source& src,
   GPUAUG_UNROLL
   for (int c = 0; c < C; ++c) acc[c] = P(0);
   for (int ty = 0; ty < ay.count; ++ty) {
-    const int64_t iy = tap_index(ay, ty, g.top, g.window_vflip, src.height, s.padding_mode);
-    const T* row = image + iy * src.row_stride;
+    const bool row_cached = ty < kCachedTaps;
+    const int64_t iy = row_cached ? row.taps.index[ty]
+                                  : tap_index(ay, ty, g.top, g.window_vflip, src.height,
+                                              s.padding_mode);
+    const T* image_row = image + iy * src.row_stride;
     P sum[C];
     GPUAUG_UNROLL
     for (int c = 0; c < C; ++c) sum[c] = P(0);
@@ -100,13 +124,14 @@ C10_HOST_DEVICE inline void geometric_pixel(const T* image, const Source& src,
       const P wx = cached ? cols.weight[tx] : ax.weight(tx);
       GPUAUG_UNROLL
       for (int c = 0; c < C; ++c) {
-        const P value = iy < 0 || ix < 0
-                            ? fill[c]
-                            : photo::load<P>(row[c * src.channel_stride + ix * src.column_stride]);
+        const P value =
+            iy < 0 || ix < 0
+                ? fill[c]
+                : photo::load<P>(image_row[c * src.channel_stride + ix * src.column_stride]);
         sum[c] += value * wx;
       }
     }
-    const P wy = ay.weight(ty);
+    const P wy = row_cached ? row.taps.weight[ty] : ay.weight(ty);
     GPUAUG_UNROLL
     for (int c = 0; c < C; ++c) acc[c] += (s.uint8_passes ? held_as<T, P>(sum[c]) : sum[c]) * wy;
   }

@@ -138,10 +138,14 @@ def samples(images: List[torch.Tensor]) -> int:
 
 def per_sample(values: List[int], device: torch.device) -> Value:
     """Host values, one a sample or one for all, as a per-sample value: a tensor only where they
-    differ (a copy to the device)."""
+    differ (a copy to the device, from pinned memory: a copy from pageable memory would wait
+    for the GPU's queue)."""
     if len(set(values)) == 1:
         return values[0]
-    return torch.tensor(values, dtype=torch.long, device=device)
+    values = torch.tensor(values, dtype=torch.long)
+    if device.type != "cuda":
+        return values.to(device)
+    return values.pin_memory().to(device, non_blocking=True)
 
 
 def column(value: Value, count: int, device: torch.device) -> torch.Tensor:

@@ -45,9 +45,9 @@ void augment_samples(const at::Tensor& out, const std::vector<Source>& sources,
       const T* image = static_cast<const T*>(src.data) + (s - src.first_sample) * src.sample_stride;
       const SampleGeometry g = sample_geometry(rows_of_geometry + s * kColumns);
       const SampleProgram<P> prog = decode(program, rows, s);
-      const auto pixel = [&](int64_t y, int64_t x, P (&v)[1][3]) {
+      const auto pixel = [&](const RowTaps& row, int64_t x, P (&v)[1][3]) {
         v[0][1] = v[0][2] = P(0);
-        geometric_pixel<C, T, P>(image, src, g, settings, fill, y, x, v[0]);
+        geometric_pixel<C, T, P>(image, src, g, settings, fill, row, x, v[0]);
       };
       Reduced<P> reduced{};
       if (prog.reduce_at >= 0) {  // the statistics of the pixels at the reduction step
@@ -55,9 +55,10 @@ void augment_samples(const at::Tensor& out, const std::vector<Source>& sources,
         double stats[kStats];
         for (int i = 0; i < kStats; ++i) stats[i] = initial_stat(kind, i);
         for (int64_t y = 0; y < height; ++y) {
+          const RowTaps row = row_taps(src, g, settings, y);
           for (int64_t x = 0; x < width; ++x) {
             P v[1][3];
-            pixel(y, x, v);
+            pixel(row, x, v);
             run_steps<C, T>(prog, 0, prog.reduce_at, v, reduced);
             add_pixel_stats<C, T>(kind, v[0], stats);
           }
@@ -66,9 +67,10 @@ void augment_samples(const at::Tensor& out, const std::vector<Source>& sources,
       }
       out_t* sample_out = dst + s * out_sample;
       for (int64_t y = 0; y < height; ++y) {
+        const RowTaps row = row_taps(src, g, settings, y);
         for (int64_t x = 0; x < width; ++x) {
           P v[1][3];
-          pixel(y, x, v);
+          pixel(row, x, v);
           run_steps<C, T>(prog, 0, prog.count, v, reduced);
           for (int c = 0; c < C; ++c) {
             sample_out[c * out_channel + y * out_row + x * out_column] =

@@ -58,7 +58,7 @@ __device__ __forceinline__ const Source& source_of(const SourceTable& table, int
 struct Launch {
   int64_t first_sample;       // the launch's first
   int64_t blocks_per_sample;  // every pass's
-  int64_t runs;               // per sample: runs of V pixels, each row's last maybe shorter
+  int64_t runs;               // per sample: runs of kRun pixels, each row's last maybe shorter
 };
 
 struct OutputLayout {
@@ -71,11 +71,12 @@ struct Fill {
   P v[3];
 };
 
-// Each thread takes runs of V consecutive output pixels of a row at a time: the program runs
-// on them together (its branches once a run) and the output takes them in vector stores. V is
-// kRun for the training pipelines' case (uint8 and float32 RGB images, programs of jitter kinds
-// alone: ColorJitter, RandomPhotometricDistort, none), 1 otherwise: each pixel of a run is the
-// program's code again, and the library's build time bounds that.
+// Each thread takes runs of kRun consecutive output pixels of a row at a time, their row's
+// vertical taps computed once. With V = kRun the program runs on them together (its branches
+// once a run) and the output takes them in vector stores: for the training pipelines' case
+// (uint8 and float32 RGB images, programs of jitter kinds alone: ColorJitter,
+// RandomPhotometricDistort, none). Else (V = 1) they go through it one by one: each pixel of a
+// run is the program's code again, and the library's build time bounds that.
 constexpr int kRun = 4;
 
 // Stores n consecutive values at p in the widest stores p's alignment allows.
@@ -202,15 +203,18 @@ __global__ void __launch_bounds__(kThreads)
   const T* image = static_cast<const T*>(src.data) + (s - src.first_sample) * src.sample_stride;
   const SampleGeometry sg = sample_geometry(geometry + s * kColumns);
   const int64_t width = settings.out_width;
-  const int64_t runs_per_row = ceil_div(width, int64_t{V});
+  const int64_t runs_per_row = ceil_div(width, int64_t{kRun});
   const int64_t step = launch.blocks_per_sample * kThreads;
-  // the run's pixels through the geometric front (those past the row's end: zeros)
-  const auto front = [&](int64_t y, int64_t x0, int n, P (&x)[V][3]) {
-    GPUAUG_UNROLL
-    for (int j = 0; j < V; ++j) {
-      x[j][0] = x[j][1] = x[j][2] = P(0);
-      if (j < n) geometric_pixel<C, T, P>(image, src, sg, settings, fill.v, y, x0 + j, x[j]);
-    }
+  // Pixel j of run r (y, x0, n pixels: a row's last run may be shorter) through the geometric
+  // front, the row's part computed once a run.
+  const auto pixel = [&](const RowTaps& row, int64_t x0, int j, int n, P (&x)[3]) {
+    x[0] = x[1] = x[2] = P(0);
+    if (j < n) geometric_pixel<C, T, P>(image, src, sg, settings, fill.v, row, x0 + j, x);
+  };
+  const auto run_of = [&](int64_t r, int64_t& y, int64_t& x0) {
+    y = r / runs_per_row;
+    x0 = (r % runs_per_row) * kRun;
+    return width - x0 < kRun ? static_cast<int>(width - x0) : kRun;
   };
   if constexpr (Stats) {
     const int kind = program.reduction;
@@ -220,31 +224,46 @@ __global__ void __launch_bounds__(kThreads)
     if (prog.reduce_at >= 0) {
       const Reduced<P> none{};
       for (int64_t r = b * kThreads + threadIdx.x; r < launch.runs; r += step) {
-        const int64_t y = r / runs_per_row, x0 = (r % runs_per_row) * V;
-        const int n = width - x0 < V ? static_cast<int>(width - x0) : V;
-        P x[V][3];
-        front(y, x0, n, x);
-        run_steps<C, T, JitterKinds>(prog, 0, prog.reduce_at, x, none);
-        if (kind == kContrast) {  // the run's grays summed first: one double addition a run
-          P grays = 0;
-          GPUAUG_UNROLL
-          for (int j = 0; j < V; ++j) grays += j < n ? contrast_gray<C, T>(x[j]) : P(0);
-          stats[0] += grays;
-        } else {
-          for (int j = 0; j < n; ++j) add_pixel_stats<C, T>(kind, x[j], stats);
+        int64_t y, x0;
+        const int n = run_of(r, y, x0);
+        const RowTaps row = row_taps(src, sg, settings, y);
+        P grays = 0;  // contrast: the run's grays summed first, one double addition a run
+#pragma unroll 1
+        for (int j = 0; j < n; ++j) {
+          P x[1][3];
+          pixel(row, x0, j, n, x[0]);
+          run_steps<C, T, JitterKinds>(prog, 0, prog.reduce_at, x, none);
+          if (kind == kContrast) {
+            grays += contrast_gray<C, T>(x[0]);
+          } else {
+            add_pixel_stats<C, T>(kind, x[0], stats);
+          }
         }
+        if (kind == kContrast) stats[0] += grays;
       }
     }
     block::block_stats(kind, stats, partials + blockIdx.x * kStats +
                                         launch.first_sample * launch.blocks_per_sample * kStats);
   } else {
     for (int64_t r = b * kThreads + threadIdx.x; r < launch.runs; r += step) {
-      const int64_t y = r / runs_per_row, x0 = (r % runs_per_row) * V;
-      const int n = width - x0 < V ? static_cast<int>(width - x0) : V;
-      P x[V][3];
-      front(y, x0, n, x);
-      run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
-      convert_store<C, T>(out, layout, o, s, y, x0, n, x);
+      int64_t y, x0;
+      const int n = run_of(r, y, x0);
+      const RowTaps row = row_taps(src, sg, settings, y);
+      if constexpr (V == kRun) {  // the run's pixels through the program together
+        P x[kRun][3];
+        GPUAUG_UNROLL
+        for (int j = 0; j < kRun; ++j) pixel(row, x0, j, n, x[j]);
+        run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
+        convert_store<C, T>(out, layout, o, s, y, x0, n, x);
+      } else {  // one by one
+#pragma unroll 1
+        for (int j = 0; j < n; ++j) {
+          P x[1][3];
+          pixel(row, x0, j, n, x[0]);
+          run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
+          convert_store<C, T>(out, layout, o, s, y, x0 + j, 1, x);
+        }
+      }
     }
   }
 }
@@ -308,9 +327,8 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
   const c10::cuda::CUDAGuard device_guard(out.device());
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int64_t samples = out.size(0);
-  // per pixel rows (V = 1) and per runs of kRun: the sizes alone fix the blocks (see above)
-  const int64_t pixels = out.size(2) * out.size(3);
-  const int64_t per_sample = blocks_per_sample(samples, ceil_div(pixels, int64_t{kRun}));
+  const int64_t runs = out.size(2) * ceil_div(out.size(3), int64_t{kRun});
+  const int64_t per_sample = blocks_per_sample(samples, runs);
   const OutputLayout layout{out.stride(0), out.stride(1), out.stride(2), out.stride(3),
                             code(out.scalar_type())};
   at::Tensor partials;
@@ -329,22 +347,22 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
     fill_values<T>(settings, fill.v);
     void* dst = out.mutable_data_ptr();
     const int64_t* geo = geometry.const_data_ptr<int64_t>();
-    // the statistics' pass (where the program reduces) a pixel per run, then the element-wise
-    // pass in runs of V
+    // the statistics' pass (where the program reduces) a pixel at a time, then the element-wise
+    // pass
     const auto run = [&](auto channels, auto jitter, auto run_length) {
       constexpr int C = decltype(channels)::value;
       constexpr bool J = decltype(jitter)::value;
       constexpr int V = decltype(run_length)::value;
       if (sums != nullptr) {
         for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
-          const Launch launch{first, per_sample, pixels};
+          const Launch launch{first, per_sample, runs};
           augment_kernel<C, T, 1, P, true, J><<<count * per_sample, kThreads, 0, stream>>>(
               table, geo, settings, fill, launch, program, rows, sums, nullptr, layout, o);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
       }
       for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
-        const Launch launch{first, per_sample, out.size(2) * ceil_div(out.size(3), int64_t{V})};
+        const Launch launch{first, per_sample, runs};
         augment_kernel<C, T, V, P, false, J><<<count * per_sample, kThreads, 0, stream>>>(
             table, geo, settings, fill, launch, program, rows, sums, dst, layout, o);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
