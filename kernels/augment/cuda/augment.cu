@@ -368,23 +368,21 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
     };
-    using Yes = std::true_type;
-    using No = std::false_type;
+    // The training pipelines' programs (ColorJitter, RandomPhotometricDistort) on uint8 and
+    // float32 RGB images are built apart, for the other dtypes not at all (chosen by type: the
+    // dispatch's body is no template, where `if constexpr` would leave a branch unbuilt).
+    constexpr bool kJitterBuild = std::is_same_v<T, uint8_t> || std::is_same_v<T, float>;
     using One = std::integral_constant<int, 1>;
-    using Run = std::integral_constant<int, kRun>;
+    using JitterKinds = std::bool_constant<kJitterBuild>;
+    using JitterRun = std::integral_constant<int, kJitterBuild ? kRun : 1>;
     using Gray = std::integral_constant<int, 1>;
     using RGB = std::integral_constant<int, 3>;
     if (out.size(1) == 1) {
-      run(Gray{}, No{}, One{});
-    } else if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, float>) {
-      // the training pipelines' programs (ColorJitter, RandomPhotometricDistort), built apart
-      if (jitter_kinds) {
-        run(RGB{}, Yes{}, Run{});
-      } else {
-        run(RGB{}, No{}, One{});
-      }
+      run(Gray{}, std::false_type{}, One{});
+    } else if (kJitterBuild && jitter_kinds) {
+      run(RGB{}, JitterKinds{}, JitterRun{});
     } else {
-      run(RGB{}, No{}, One{});
+      run(RGB{}, std::false_type{}, One{});
     }
   });
 }
