@@ -6,6 +6,8 @@ Normalize (one draw per batch) and the torch.compile contender (per sample,
 photometric_compiled.py) in the same step for comparison.
 """
 
+from typing import Callable, Optional
+
 import torch
 import torch.nn.functional as F
 
@@ -17,7 +19,20 @@ from .photometric_compiled import per_sample_jitter_normalize
 BATCH = 256
 
 
-def training_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, labels: torch.Tensor):
+def resnet18_training_step(device: torch.device) -> Optional[Callable[[torch.Tensor], None]]:
+    """A fresh ResNet-18's bf16 training step on a batch of BATCH images, or None off the GPU or
+    without torchvision."""
+    if device.type != "cuda":
+        return None
+    try:
+        from torchvision.models import resnet18
+    except ImportError:
+        return None
+    torch.backends.cudnn.benchmark = True
+    model = resnet18(num_classes=1000).to(device, memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    labels = torch.randint(0, 1000, (BATCH,), device=device)
+
     def step(x: torch.Tensor) -> None:
         with torch.autocast("cuda", torch.bfloat16):
             loss = F.cross_entropy(model(x), labels)
@@ -29,16 +44,9 @@ def training_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, labe
 
 @register_report("photometric resnet18 step")
 def resnet18_step(device: torch.device) -> list[dict]:
-    if device.type != "cuda":
+    step = resnet18_training_step(device)
+    if step is None:
         return []
-    try:
-        from torchvision.models import resnet18
-    except ImportError:
-        return []
-    torch.backends.cudnn.benchmark = True
-    model = resnet18(num_classes=1000).to(device, memory_format=torch.channels_last)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    step = training_step(model, optimizer, torch.randint(0, 1000, (BATCH,), device=device))
     images = [torch.randint(0, 256, (BATCH, 3, 224, 224), dtype=torch.uint8, device=device)
               .contiguous(memory_format=torch.channels_last) for _ in range(2)]
     mean = torch.tensor(MEAN, device=device).view(3, 1, 1)
