@@ -238,9 +238,9 @@ def assert_exported_draws(transform, device, seed, channels=3):
     return program
 
 
-def captured_replays(fn, replays=2):
+def captured_replays(fn, replays=2, before_replay=None):
     """``fn()`` (a tensor, on CUDA) captured in a CUDA graph after a warm-up outside it: its
-    output after each of ``replays`` replays."""
+    output after each of ``replays`` replays (``before_replay(k)`` called before replay k)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -250,7 +250,9 @@ def captured_replays(fn, replays=2):
     with torch.cuda.graph(graph):
         out = fn()
     outputs = []
-    for _ in range(replays):
+    for k in range(replays):
+        if before_replay is not None:
+            before_replay(k)
         graph.replay()
         outputs.append(out.clone())
     return outputs

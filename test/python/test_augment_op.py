@@ -8,7 +8,7 @@ from typing import List
 import pytest
 import torch
 
-from gpuaug_testing import DEVICES, requires_cuda
+from gpuaug_testing import DEVICES, captured_replays, requires_cuda
 from geometric_testing import (F, assert_close_images, make_images, reference_augment,
                                uint8_tolerance)
 
@@ -316,19 +316,15 @@ def test_cuda_graph_replays():
     def run():
         return augment(images, geometry, stages=[2], factors=factors, dtype=torch.float32)
 
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        run()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = run()
-    for k in range(2):
+    expected = []
+
+    def redraw(k):
         geometry.copy_(random_geometry(sizes, seed=38 + k))
         factors.uniform_(0.5, 1.5)
-        graph.replay()
-        torch.testing.assert_close(out, run(), rtol=0, atol=0)
+        expected.append(run())
+
+    for out, want in zip(captured_replays(run, before_replay=redraw), expected, strict=True):
+        torch.testing.assert_close(out, want, rtol=0, atol=0)
 
 
 @requires_cuda
