@@ -182,6 +182,7 @@ __device__ __forceinline__ void convert_store(void* out, const OutputLayout& lay
 }
 
 // Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
+// V: a run's pixels through the program together (kRun) or one by one (1), see kRun.
 // JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the others' code left
 // out of the loop.
 template <int C, typename T, int V, typename P, bool Stats, bool JitterKinds>
