@@ -340,6 +340,23 @@ def test_cuda_many_images():
     torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=1e-6)
 
 
+@requires_cuda
+@pytest.mark.parametrize("interpolation, antialias", [(1, True), (2, False)])
+def test_cuda_tiles(interpolation, antialias):
+    """An output of several tiles per sample (bands of rows, chunks of 256 columns), windows
+    downscaled by up to 8 (more taps than the tiles' tables hold) and a reduction stage: the CPU
+    loop's values."""
+    images = make_images([3, 3, 90, 700], torch.float32, "cuda", seed=40)
+    geometry = torch.tensor([[0, 0, 90, 700, 0, 70, 600, 0, 0, 0],
+                             [5, 20, 80, 660, 1, 35, 90, -3, -4, 3],
+                             [-6, -9, 60, 500, 2, 300, 4000, 10, 3000, 1]], device="cuda")
+    kwargs = dict(size=(70, 600), interpolation=interpolation, antialias=antialias,
+                  padding_mode=2, stages=[2], factors=torch.tensor([[1.3], [0.6], [0.9]]))
+    out = augment([images], geometry, **{**kwargs, "factors": kwargs["factors"].cuda()})
+    expected = augment([images.cpu()], geometry.cpu(), **kwargs)
+    torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=1e-5)
+
+
 def bad_call(images=None, geometry=None, size=OUT, **kwargs):
     images = [make_images([2, 3, 5, 5], torch.float32)] if images is None else images
     geometry = random_geometry([(5, 5)] * 2) if geometry is None else geometry

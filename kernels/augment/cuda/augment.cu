@@ -1,13 +1,13 @@
-// gpuaug::augment on the GPU. Blocks take a sample's output pixels each (several blocks a
-// sample); a block decodes its sample's program into shared memory once (photometric.cu's
-// block helpers), and each thread takes runs of a row's output pixels in turn: their source
-// pixels through the geometric front (kernels/augment/pixel.h), the program, then the
-// conversion and vector stores. With a reduction
-// stage a first pass writes each block's statistics of its pixels at that step, which the
-// second combines per sample in a fixed order. The images travel as a table in the kernels'
-// parameters (up to kTableSources per launch; a list of more takes a launch per that many):
-// no copy of pointers to the GPU, which a CUDA graph could not replay. The adjoint adds each
-// output pixel's gradient to its source pixels' with atomics.
+// gpuaug::augment on the GPU. Each block takes a tile of one sample's output (a band of rows, up
+// to kTileWidth columns): it decodes its sample's program into shared memory (photometric.cu's
+// block helpers) and tabulates the resize taps of its tile's rows and columns there, and each
+// thread takes runs of a row's output pixels in turn: their source pixels through the geometric
+// front (kernels/augment/pixel.h's arithmetic, read from the tables), the program, then the
+// conversion and vector stores. With a reduction stage a first pass writes each block's
+// statistics of its pixels at that step, which the second combines per sample in a fixed order.
+// The images travel as a table in the kernels' parameters (up to kTableSources per launch; a list
+// of more takes a launch per that many): no copy of pointers to the GPU, which a CUDA graph could
+// not replay. The adjoint adds each output pixel's gradient to its source pixels' with atomics.
 // Built with --fmad=false, as photometric.cu: the program rounds as torchvision's.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
@@ -55,10 +55,12 @@ __device__ __forceinline__ const Source& source_of(const SourceTable& table, int
   return table.sources[lo];
 }
 
+// Each sample's blocks take tiles of its output: bands of tile_rows rows, each in column_chunks
+// chunks of kTileWidth columns (see tile_of below).
 struct Launch {
   int64_t first_sample;       // the launch's first
-  int64_t blocks_per_sample;  // every pass's
-  int64_t runs;               // per sample: runs of kRun pixels, each row's last maybe shorter
+  int64_t blocks_per_sample;  // every pass's: bands times column_chunks
+  int64_t tile_rows, column_chunks;
 };
 
 struct OutputLayout {
@@ -71,12 +73,12 @@ struct Fill {
   P v[3];
 };
 
-// Each thread takes runs of kRun consecutive output pixels of a row at a time, their row's
-// vertical taps computed once. With V = kRun the program runs on them together (its branches
-// once a run) and the output takes them in vector stores: for the training pipelines' case
-// (uint8 and float32 RGB images, programs of jitter kinds alone: ColorJitter,
-// RandomPhotometricDistort, none). Else (V = 1) they go through it one by one: each pixel of a
-// run is the program's code again, and the library's build time bounds that.
+// Each thread takes runs of kRun consecutive output pixels of a row at a time. With V = kRun the
+// program runs on them together (its branches once a run) and the output takes them in vector
+// stores: for the training pipelines' case (uint8 and float32 RGB images, programs of jitter
+// kinds alone: ColorJitter, RandomPhotometricDistort, none). Else (V = 1) they go through it one
+// by one: each pixel of a run is the program's code again, and the library's build time bounds
+// that.
 constexpr int kRun = 4;
 
 // Stores n consecutive values at p in the widest stores p's alignment allows.
@@ -181,6 +183,129 @@ __device__ __forceinline__ void convert_store(void* out, const OutputLayout& lay
   }
 }
 
+// A block's output pixels: a tile of rows y0..y1-1 and columns x0..x1-1 of one sample. Its
+// threads first tabulate the tile's columns' and rows' taps in shared memory (each resize axis's
+// taps and weights once a block, not once a pixel), then read them for every pixel.
+constexpr int kTileWidth = 256;  // multiple of kRun: runs start at the tile's columns
+constexpr int kTileRows = 32;
+constexpr int kTableTaps = 6;  // an axis of more taps (downscales by more than 2.5) is computed again
+constexpr int kOutside = -1;   // an axis count: the output lies outside the resized image (fill)
+
+struct Tables {
+  int column_count[kTileWidth];
+  int32_t column_offset[kTableTaps][kTileWidth];  // ix * column_stride, or -1: fill
+  float column_weight[kTableTaps][kTileWidth];
+  int row_count[kTileRows];
+  int64_t row_offset[kTableTaps][kTileRows];  // iy * row_stride, or -1: fill
+  float row_weight[kTableTaps][kTileRows];
+};
+
+struct Tile {
+  int64_t y0, y1, x0, x1;
+};
+
+__device__ __forceinline__ Tile tile_of(const Launch& launch, const Settings& s, int64_t b) {
+  const int64_t band = b / launch.column_chunks, chunk = b % launch.column_chunks;
+  const int64_t y0 = band * launch.tile_rows, x0 = chunk * kTileWidth;
+  return {y0, ::min(y0 + launch.tile_rows, s.out_height), x0, ::min(x0 + kTileWidth, s.out_width)};
+}
+
+// Entry i of `count`/`offset`/`weight`: resized coordinate r's taps (kOutside where r lies outside
+// 0..resized-1), each an image index times `stride` (-1 where constant padding gives the pixel).
+template <typename O, int N>
+__device__ __forceinline__ void tabulate_axis(int64_t r, int64_t window_start, int64_t window,
+                                              bool flip, int64_t resized, int64_t size,
+                                              int64_t stride, const Settings& s, int i,
+                                              int (&count)[N], O (&offset)[kTableTaps][N],
+                                              float (&weight)[kTableTaps][N]) {
+  if (r < 0 || r >= resized) {
+    count[i] = kOutside;
+    return;
+  }
+  const Axis a = axis_at(r, window, resized, s);
+  count[i] = a.count;
+  for (int j = 0; j < kTableTaps && j < a.count; ++j) {
+    const int64_t k = tap_index(a, j, window_start, flip, size, s.padding_mode);
+    offset[j][i] = k < 0 ? O(-1) : static_cast<O>(k * stride);
+    weight[j][i] = a.weight(j);
+  }
+}
+
+__device__ __forceinline__ void tabulate(Tables& t, const Tile& tile, const Source& src,
+                                         const SampleGeometry& g, const Settings& s) {
+  const int columns = static_cast<int>(tile.x1 - tile.x0), rows = static_cast<int>(tile.y1 - tile.y0);
+  // (a window of no pixels, which the op rejects where it can see the geometry: fill)
+  const int64_t resized_width = g.height > 0 ? g.resized_width : 0;
+  const int64_t resized_height = g.width > 0 ? g.resized_height : 0;
+  for (int i = threadIdx.x; i < columns + rows; i += kThreads) {
+    if (i < columns) {
+      const int64_t x = tile.x0 + i;
+      const int64_t rx = g.out_left + (g.out_hflip ? s.out_width - 1 - x : x);
+      tabulate_axis(rx, g.left, g.width, g.window_hflip, resized_width, src.width,
+                    src.column_stride, s, i, t.column_count, t.column_offset, t.column_weight);
+    } else {
+      const int64_t y = tile.y0 + (i - columns);
+      const int64_t ry = g.out_top + (g.out_vflip ? s.out_height - 1 - y : y);
+      tabulate_axis(ry, g.top, g.height, g.window_vflip, resized_height, src.height,
+                    src.row_stride, s, i - columns, t.row_count, t.row_offset, t.row_weight);
+    }
+  }
+}
+
+// geometric_pixel, out of line: its code once a kernel rather than once a pixel of a run.
+template <int C, typename T, typename P>
+__device__ __noinline__ void untabled_pixel(const T* image, const Source& src,
+                                            const SampleGeometry& g, const Settings& s,
+                                            const P (&fill)[3], int64_t y, int64_t x, P (&v)[3]) {
+  geometric_pixel<C, T, P>(image, src, g, s, fill, row_taps(src, g, s, y), x, v);
+}
+
+// Output pixel (y, x) (the tile's row i, column j) through the geometric front from the tables:
+// geometric_pixel's arithmetic in its order (the same values), which it computes where an axis
+// has more taps than the tables hold.
+template <int C, typename T, typename P>
+__device__ __forceinline__ void tabled_pixel(const Tables& t, const T* image, const Source& src,
+                                             const SampleGeometry& g, const Settings& s,
+                                             const P (&fill)[3], int i, int j, int64_t y,
+                                             int64_t x, P (&v)[3]) {
+  const int rows = t.row_count[i], columns = t.column_count[j];
+  if (rows == kOutside || columns == kOutside) {
+    GPUAUG_UNROLL
+    for (int c = 0; c < C; ++c) v[c] = fill[c];
+    return;
+  }
+  if (rows > kTableTaps || columns > kTableTaps) {
+    untabled_pixel<C, T, P>(image, src, g, s, fill, y, x, v);
+    return;
+  }
+  P acc[C];
+  GPUAUG_UNROLL
+  for (int c = 0; c < C; ++c) acc[c] = P(0);
+  for (int ty = 0; ty < rows; ++ty) {
+    const int64_t row_offset = t.row_offset[ty][i];
+    const T* image_row = image + row_offset;
+    P sum[C];
+    GPUAUG_UNROLL
+    for (int c = 0; c < C; ++c) sum[c] = P(0);
+    for (int tx = 0; tx < columns; ++tx) {
+      const int32_t column_offset = t.column_offset[tx][j];
+      const P wx = t.column_weight[tx][j];
+      GPUAUG_UNROLL
+      for (int c = 0; c < C; ++c) {
+        const P value = row_offset < 0 || column_offset < 0
+                            ? fill[c]
+                            : photo::load<P>(image_row[c * src.channel_stride + column_offset]);
+        sum[c] += value * wx;
+      }
+    }
+    const P wy = t.row_weight[ty][i];
+    GPUAUG_UNROLL
+    for (int c = 0; c < C; ++c) acc[c] += (s.uint8_passes ? held_as<T, P>(sum[c]) : sum[c]) * wy;
+  }
+  GPUAUG_UNROLL
+  for (int c = 0; c < C; ++c) v[c] = held_as<T, P>(acc[c]);
+}
+
 // Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
 // V: a run's pixels through the program together (kRun) or one by one (1), see kRun.
 // JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the others' code left
@@ -192,47 +317,54 @@ __global__ void __launch_bounds__(kThreads)
                    double* partials, void* out, OutputLayout layout, Output<P> o) {
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> reduced;
+  __shared__ Tables tables;
   const int64_t s = launch.first_sample + blockIdx.x / launch.blocks_per_sample;
-  const int64_t b = blockIdx.x % launch.blocks_per_sample;
+  const Tile tile = tile_of(launch, settings, blockIdx.x % launch.blocks_per_sample);
   block::Geometry g{};
   g.pixels = settings.out_height * settings.out_width;
   g.blocks_per_image = launch.blocks_per_sample;
   block::decode_block_program(prog, program, rows, s);
   if constexpr (!Stats) block::load_reduced<T>(reduced, partials, g, s, program.reduction);
-  __syncthreads();
   const Source& src = source_of(table, s);
   const T* image = static_cast<const T*>(src.data) + (s - src.first_sample) * src.sample_stride;
   const SampleGeometry sg = sample_geometry(geometry + s * kColumns);
-  const int64_t width = settings.out_width;
-  const int64_t runs_per_row = ceil_div(width, int64_t{kRun});
-  const int64_t step = launch.blocks_per_sample * kThreads;
-  // Pixel j of run r (y, x0, n pixels: a row's last run may be shorter) through the geometric
-  // front, the row's part computed once a run.
-  const auto pixel = [&](const RowTaps& row, int64_t x0, int j, int n, P (&x)[3]) {
-    x[0] = x[1] = x[2] = P(0);
-    if (j < n) geometric_pixel<C, T, P>(image, src, sg, settings, fill.v, row, x0 + j, x);
+  tabulate(tables, tile, src, sg, settings);
+  __syncthreads();
+  const int runs_per_row = static_cast<int>(ceil_div(tile.x1 - tile.x0, int64_t{kRun}));
+  const int runs = runs_per_row * static_cast<int>(tile.y1 - tile.y0);
+  // Run r's row and first column in the tile, and its pixels (a row's last run may be shorter).
+  const auto run_of = [&](int r, int& i, int& j0) {
+    i = r / runs_per_row;
+    j0 = (r % runs_per_row) * kRun;
+    return ::min(kRun, static_cast<int>(tile.x1 - tile.x0) - j0);
   };
-  const auto run_of = [&](int64_t r, int64_t& y, int64_t& x0) {
-    y = r / runs_per_row;
-    x0 = (r % runs_per_row) * kRun;
-    return width - x0 < kRun ? static_cast<int>(width - x0) : kRun;
+  const auto pixel = [&](int i, int j, P (&x)[3]) {
+    tabled_pixel<C, T, P>(tables, image, src, sg, settings, fill.v, i, j, tile.y0 + i,
+                          tile.x0 + j, x);
+  };
+  // The run's pixels (V of them from j0; beyond the run's n, zeros).
+  const auto run_pixels = [&](int i, int j0, int n, P (&x)[V][3]) {
+    GPUAUG_UNROLL
+    for (int k = 0; k < V; ++k) {
+      x[k][0] = x[k][1] = x[k][2] = P(0);
+      if (k < n) pixel(i, j0 + k, x[k]);
+    }
   };
   if constexpr (Stats) {
     const int kind = program.reduction;
     double stats[kStats];
     GPUAUG_UNROLL
-    for (int i = 0; i < kStats; ++i) stats[i] = initial_stat(kind, i);
+    for (int k = 0; k < kStats; ++k) stats[k] = initial_stat(kind, k);
     if (prog.reduce_at >= 0) {
       const Reduced<P> none{};
-      for (int64_t r = b * kThreads + threadIdx.x; r < launch.runs; r += step) {
-        int64_t y, x0;
-        const int n = run_of(r, y, x0);
-        const RowTaps row = row_taps(src, sg, settings, y);
+      for (int r = threadIdx.x; r < runs; r += kThreads) {
+        int i, j0;
+        const int n = run_of(r, i, j0);
         P grays = 0;  // contrast: the run's grays summed first, one double addition a run
 #pragma unroll 1
-        for (int j = 0; j < n; ++j) {
+        for (int k = 0; k < n; ++k) {
           P x[1][3];
-          pixel(row, x0, j, n, x[0]);
+          pixel(i, j0 + k, x[0]);
           run_steps<C, T, JitterKinds>(prog, 0, prog.reduce_at, x, none);
           if (kind == kContrast) {
             grays += contrast_gray<C, T>(x[0]);
@@ -246,23 +378,21 @@ __global__ void __launch_bounds__(kThreads)
     block::block_stats(kind, stats, partials + blockIdx.x * kStats +
                                         launch.first_sample * launch.blocks_per_sample * kStats);
   } else {
-    for (int64_t r = b * kThreads + threadIdx.x; r < launch.runs; r += step) {
-      int64_t y, x0;
-      const int n = run_of(r, y, x0);
-      const RowTaps row = row_taps(src, sg, settings, y);
+    for (int r = threadIdx.x; r < runs; r += kThreads) {
+      int i, j0;
+      const int n = run_of(r, i, j0);
       if constexpr (V == kRun) {  // the run's pixels through the program together
         P x[kRun][3];
-        GPUAUG_UNROLL
-        for (int j = 0; j < kRun; ++j) pixel(row, x0, j, n, x[j]);
+        run_pixels(i, j0, n, x);
         run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
-        convert_store<C, T>(out, layout, o, s, y, x0, n, x);
+        convert_store<C, T>(out, layout, o, s, tile.y0 + i, tile.x0 + j0, n, x);
       } else {  // one by one
 #pragma unroll 1
-        for (int j = 0; j < n; ++j) {
+        for (int k = 0; k < n; ++k) {
           P x[1][3];
-          pixel(row, x0, j, n, x[0]);
+          pixel(i, j0 + k, x[0]);
           run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
-          convert_store<C, T>(out, layout, o, s, y, x0 + j, 1, x);
+          convert_store<C, T>(out, layout, o, s, tile.y0 + i, tile.x0 + j0 + k, 1, x);
         }
       }
     }
@@ -305,12 +435,16 @@ void for_each_table(const std::vector<Source>& sources, F&& f) {
   }
 }
 
-// Blocks per sample, a function of the sizes alone (statistics combine in the same order on
-// every GPU): enough blocks in all to fill any GPU, each thread a few runs of pixels.
-int64_t blocks_per_sample(int64_t samples, int64_t runs) {
-  constexpr int64_t kTargetBlocks = 8192;
-  return std::clamp<int64_t>(ceil_div(kTargetBlocks, std::max<int64_t>(samples, 1)), 1,
-                             std::max<int64_t>(ceil_div(runs, kThreads), 1));
+// The tiles of each sample, a function of the sizes alone (statistics combine in the same order
+// on every GPU): enough blocks in all to fill any GPU, each thread a few runs of pixels.
+Launch tiles(int64_t samples, int64_t height, int64_t width) {
+  constexpr int64_t kTargetBlocks = 4096;
+  const int64_t chunks = std::max<int64_t>(ceil_div(width, kTileWidth), 1);
+  const int64_t wanted = ceil_div(ceil_div(kTargetBlocks, std::max<int64_t>(samples, 1)), chunks);
+  const int64_t bands = std::clamp<int64_t>(wanted, ceil_div(height, kTileRows),
+                                            std::max<int64_t>(height, 1));
+  const int64_t rows = std::max<int64_t>(ceil_div(height, bands), 1);
+  return {0, ceil_div(height, rows) * chunks, rows, chunks};
 }
 
 bool only_jitter_kinds(const Program& program) {
@@ -328,8 +462,14 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
   const c10::cuda::CUDAGuard device_guard(out.device());
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int64_t samples = out.size(0);
-  const int64_t runs = out.size(2) * ceil_div(out.size(3), int64_t{kRun});
-  const int64_t per_sample = blocks_per_sample(samples, runs);
+  for (const Source& source : sources) {  // the tables' column offsets are 32-bit
+    TORCH_CHECK(source.width <= 1 || (source.width - 1) * source.column_stride < INT32_MAX,
+                "gpuaug::augment: expected images whose rows span fewer than 2^31 elements on "
+                "the GPU, got width ", source.width, " with column stride ",
+                source.column_stride);
+  }
+  const Launch shape = tiles(samples, out.size(2), out.size(3));
+  const int64_t per_sample = shape.blocks_per_sample;
   const OutputLayout layout{out.stride(0), out.stride(1), out.stride(2), out.stride(3),
                             code(out.scalar_type())};
   at::Tensor partials;
@@ -356,14 +496,14 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
       constexpr int V = decltype(run_length)::value;
       if (sums != nullptr) {
         for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
-          const Launch launch{first, per_sample, runs};
+          const Launch launch{first, per_sample, shape.tile_rows, shape.column_chunks};
           augment_kernel<C, T, 1, P, true, J><<<count * per_sample, kThreads, 0, stream>>>(
               table, geo, settings, fill, launch, program, rows, sums, nullptr, layout, o);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
       }
       for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
-        const Launch launch{first, per_sample, runs};
+        const Launch launch{first, per_sample, shape.tile_rows, shape.column_chunks};
         augment_kernel<C, T, V, P, false, J><<<count * per_sample, kThreads, 0, stream>>>(
             table, geo, settings, fill, launch, program, rows, sums, dst, layout, o);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
