@@ -357,6 +357,20 @@ def test_cuda_tiles(interpolation, antialias):
     torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=1e-5)
 
 
+@requires_cuda
+@pytest.mark.parametrize("padding_mode", [0, 2])
+def test_cuda_bands(padding_mode):
+    """A batch large enough for tiles of several rows, each resizing the image rows its rows read
+    once (and the fill's row): the CPU loop's values."""
+    images = make_images([300, 3, 40, 44], torch.float32, "cuda", seed=41)
+    geometry = random_geometry([(40, 44)] * 300, out=(48, 40), seed=42)
+    kwargs = dict(size=(48, 40), interpolation=1, antialias=True, padding_mode=padding_mode,
+                  fill=[0.25, 0.5, 1.0])
+    out = augment([images], geometry.cuda(), **kwargs)
+    expected = augment([images.cpu()], geometry, **kwargs)
+    torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=1e-5)
+
+
 def bad_call(images=None, geometry=None, size=OUT, **kwargs):
     images = [make_images([2, 3, 5, 5], torch.float32)] if images is None else images
     geometry = random_geometry([(5, 5)] * 2) if geometry is None else geometry

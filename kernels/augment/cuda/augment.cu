@@ -1,9 +1,10 @@
 // gpuaug::augment on the GPU. Each block takes a tile of one sample's output (a band of rows, up
 // to kTileWidth columns): it decodes its sample's program into shared memory (photometric.cu's
-// block helpers) and tabulates the resize taps of its tile's rows and columns there, and each
-// thread takes runs of a row's output pixels in turn: their source pixels through the geometric
-// front (kernels/augment/pixel.h's arithmetic, read from the tables), the program, then the
-// conversion and vector stores. With a reduction stage a first pass writes each block's
+// block helpers), tabulates the resize taps of its tile's rows and columns there and, where they
+// read few image rows, resizes those horizontally there too; then each thread takes runs of a
+// row's output pixels in turn: their source pixels through the geometric front
+// (kernels/augment/pixel.h's arithmetic, from those tables), the program, then the conversion
+// and vector stores. With a reduction stage a first pass writes each block's
 // statistics of its pixels at that step, which the second combines per sample in a fixed order.
 // The images travel as a table in the kernels' parameters (up to kTableSources per launch; a list
 // of more takes a launch per that many): no copy of pointers to the GPU, which a CUDA graph could
@@ -56,11 +57,11 @@ __device__ __forceinline__ const Source& source_of(const SourceTable& table, int
 }
 
 // Each sample's blocks take tiles of its output: bands of tile_rows rows, each in column_chunks
-// chunks of kTileWidth columns (see tile_of below).
+// chunks of tile_columns (see tile_of below).
 struct Launch {
   int64_t first_sample;       // the launch's first
   int64_t blocks_per_sample;  // every pass's: bands times column_chunks
-  int64_t tile_rows, column_chunks;
+  int64_t tile_rows, tile_columns, column_chunks;
 };
 
 struct OutputLayout {
@@ -185,19 +186,34 @@ __device__ __forceinline__ void convert_store(void* out, const OutputLayout& lay
 
 // A block's output pixels: a tile of rows y0..y1-1 and columns x0..x1-1 of one sample. Its
 // threads first tabulate the tile's columns' and rows' taps in shared memory (each resize axis's
-// taps and weights once a block, not once a pixel), then read them for every pixel.
-constexpr int kTileWidth = 256;  // multiple of kRun: runs start at the tile's columns
-constexpr int kTileRows = 32;
+// taps and weights once a block, not once a pixel). Where the tile's rows read few image rows
+// (staged_rows), the block then resizes those rows horizontally into shared memory (each read
+// once, not once for every output row that reads it) and each pixel sums its vertical taps from
+// there; else each pixel reads its taps from the image. Both sum as geometric_pixel does, in its
+// order (the same values).
+constexpr int kTileWidth = 128;  // a multiple of kRun: runs start at the tile's columns
+constexpr int kTileRows = 16;
 constexpr int kTableTaps = 6;  // an axis of more taps (downscales by more than 2.5) is computed again
 constexpr int kOutside = -1;   // an axis count: the output lies outside the resized image (fill)
+
+// The image rows a block stages, and the fill's row after them (float64 images: none).
+template <typename P>
+constexpr int staged_rows = sizeof(P) == 4 ? 22 : 0;
 
 struct Tables {
   int column_count[kTileWidth];
   int32_t column_offset[kTableTaps][kTileWidth];  // ix * column_stride, or -1: fill
   float column_weight[kTableTaps][kTileWidth];
   int row_count[kTileRows];
-  int64_t row_offset[kTableTaps][kTileRows];  // iy * row_stride, or -1: fill
+  int32_t row_index[kTableTaps][kTileRows];  // iy, or -1: fill
   float row_weight[kTableTaps][kTileRows];
+  int first_row, last_row;  // of the image rows the tile's rows read (none: first > last)
+  int untabled;             // an axis has more taps than the tables hold
+};
+
+template <int C, typename P>
+struct Staged {
+  P v[staged_rows<P> + 1][C][kTileWidth];  // rows first_row..., then the fill's
 };
 
 struct Tile {
@@ -206,31 +222,34 @@ struct Tile {
 
 __device__ __forceinline__ Tile tile_of(const Launch& launch, const Settings& s, int64_t b) {
   const int64_t band = b / launch.column_chunks, chunk = b % launch.column_chunks;
-  const int64_t y0 = band * launch.tile_rows, x0 = chunk * kTileWidth;
-  return {y0, ::min(y0 + launch.tile_rows, s.out_height), x0, ::min(x0 + kTileWidth, s.out_width)};
+  const int64_t y0 = band * launch.tile_rows, x0 = chunk * launch.tile_columns;
+  return {y0, ::min(y0 + launch.tile_rows, s.out_height), x0,
+          ::min(x0 + launch.tile_columns, s.out_width)};
 }
 
-// Entry i of `count`/`offset`/`weight`: resized coordinate r's taps (kOutside where r lies outside
+// Entry i of `count`/`index`/`weight`: resized coordinate r's taps (kOutside where r lies outside
 // 0..resized-1), each an image index times `stride` (-1 where constant padding gives the pixel).
-template <typename O, int N>
+template <int N>
 __device__ __forceinline__ void tabulate_axis(int64_t r, int64_t window_start, int64_t window,
                                               bool flip, int64_t resized, int64_t size,
                                               int64_t stride, const Settings& s, int i,
-                                              int (&count)[N], O (&offset)[kTableTaps][N],
-                                              float (&weight)[kTableTaps][N]) {
+                                              int (&count)[N], int32_t (&index)[kTableTaps][N],
+                                              float (&weight)[kTableTaps][N], int& untabled) {
   if (r < 0 || r >= resized) {
     count[i] = kOutside;
     return;
   }
   const Axis a = axis_at(r, window, resized, s);
   count[i] = a.count;
+  if (a.count > kTableTaps) atomicOr(&untabled, 1);
   for (int j = 0; j < kTableTaps && j < a.count; ++j) {
     const int64_t k = tap_index(a, j, window_start, flip, size, s.padding_mode);
-    offset[j][i] = k < 0 ? O(-1) : static_cast<O>(k * stride);
+    index[j][i] = k < 0 ? -1 : static_cast<int32_t>(k * stride);
     weight[j][i] = a.weight(j);
   }
 }
 
+// Fills the tables of `tile` (t.first_row, last_row and untabled set beforehand to none).
 __device__ __forceinline__ void tabulate(Tables& t, const Tile& tile, const Source& src,
                                          const SampleGeometry& g, const Settings& s) {
   const int columns = static_cast<int>(tile.x1 - tile.x0), rows = static_cast<int>(tile.y1 - tile.y0);
@@ -242,13 +261,67 @@ __device__ __forceinline__ void tabulate(Tables& t, const Tile& tile, const Sour
       const int64_t x = tile.x0 + i;
       const int64_t rx = g.out_left + (g.out_hflip ? s.out_width - 1 - x : x);
       tabulate_axis(rx, g.left, g.width, g.window_hflip, resized_width, src.width,
-                    src.column_stride, s, i, t.column_count, t.column_offset, t.column_weight);
-    } else {
-      const int64_t y = tile.y0 + (i - columns);
-      const int64_t ry = g.out_top + (g.out_vflip ? s.out_height - 1 - y : y);
-      tabulate_axis(ry, g.top, g.height, g.window_vflip, resized_height, src.height,
-                    src.row_stride, s, i - columns, t.row_count, t.row_offset, t.row_weight);
+                    src.column_stride, s, i, t.column_count, t.column_offset, t.column_weight,
+                    t.untabled);
+      continue;
     }
+    const int r = i - columns;
+    const int64_t y = tile.y0 + r;
+    const int64_t ry = g.out_top + (g.out_vflip ? s.out_height - 1 - y : y);
+    tabulate_axis(ry, g.top, g.height, g.window_vflip, resized_height, src.height, 1, s, r,
+                  t.row_count, t.row_index, t.row_weight, t.untabled);
+    for (int j = 0; j < kTableTaps && j < t.row_count[r]; ++j) {
+      if (t.row_index[j][r] >= 0) {
+        atomicMin(&t.first_row, t.row_index[j][r]);
+        atomicMax(&t.last_row, t.row_index[j][r]);
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ int image_rows(const Tables& t) {
+  return t.last_row >= t.first_row ? t.last_row - t.first_row + 1 : 0;
+}
+
+// Whether the block stages its image rows (uniform across the block, after tabulate's barrier).
+template <typename P>
+__device__ __forceinline__ bool stages(const Tables& t) {
+  return !t.untabled && image_rows(t) <= staged_rows<P>;
+}
+
+// Image row `row` (or, at -1, the fill's) resized horizontally at tile column j: each tap's value
+// times its weight, summed in order.
+template <int C, typename T, typename P>
+__device__ __forceinline__ void row_sum(const Tables& t, const T* image, const Source& src,
+                                        const P (&fill)[3], int32_t row, int j, P (&sum)[C]) {
+  const T* image_row = image + int64_t{row} * src.row_stride;
+  GPUAUG_UNROLL
+  for (int c = 0; c < C; ++c) sum[c] = P(0);
+  for (int tx = 0; tx < t.column_count[j]; ++tx) {
+    const int32_t column_offset = t.column_offset[tx][j];
+    const P wx = t.column_weight[tx][j];
+    GPUAUG_UNROLL
+    for (int c = 0; c < C; ++c) {
+      const P value = row < 0 || column_offset < 0
+                          ? fill[c]
+                          : photo::load<P>(image_row[c * src.channel_stride + column_offset]);
+      sum[c] += value * wx;
+    }
+  }
+}
+
+// The tile's image rows and the fill's row, resized horizontally, into `staged`.
+template <int C, typename T, typename P>
+__device__ __forceinline__ void stage(Staged<C, P>& staged, const Tables& t, int columns,
+                                      const T* image, const Source& src, const P (&fill)[3]) {
+  const int rows = image_rows(t);
+  for (int k = threadIdx.x; k < (rows + 1) * columns; k += kThreads) {
+    const int r = k / columns, j = k % columns;
+    if (t.column_count[j] == kOutside) continue;
+    P sum[C];
+    row_sum<C, T, P>(t, image, src, fill, r < rows ? t.first_row + r : -1, j, sum);
+    GPUAUG_UNROLL
+    for (int c = 0; c < C; ++c) staged.v[r < rows ? r : staged_rows<P>][c][j] = sum[c];
   }
 }
 
@@ -260,14 +333,15 @@ __device__ __noinline__ void untabled_pixel(const T* image, const Source& src,
   geometric_pixel<C, T, P>(image, src, g, s, fill, row_taps(src, g, s, y), x, v);
 }
 
-// Output pixel (y, x) (the tile's row i, column j) through the geometric front from the tables:
-// geometric_pixel's arithmetic in its order (the same values), which it computes where an axis
-// has more taps than the tables hold.
+// Output pixel (y, x), the tile's row i and column j, through the geometric front: from the
+// staged rows where the block staged them, else from the tables and the image, else (an axis of
+// more taps than the tables hold) as geometric_pixel computes it.
 template <int C, typename T, typename P>
-__device__ __forceinline__ void tabled_pixel(const Tables& t, const T* image, const Source& src,
-                                             const SampleGeometry& g, const Settings& s,
-                                             const P (&fill)[3], int i, int j, int64_t y,
-                                             int64_t x, P (&v)[3]) {
+__device__ __forceinline__ void front_pixel(const Tables& t, const Staged<C, P>& staged,
+                                            bool is_staged, const T* image, const Source& src,
+                                            const SampleGeometry& g, const Settings& s,
+                                            const P (&fill)[3], int i, int j, int64_t y,
+                                            int64_t x, P (&v)[3]) {
   const int rows = t.row_count[i], columns = t.column_count[j];
   if (rows == kOutside || columns == kOutside) {
     GPUAUG_UNROLL
@@ -282,21 +356,14 @@ __device__ __forceinline__ void tabled_pixel(const Tables& t, const T* image, co
   GPUAUG_UNROLL
   for (int c = 0; c < C; ++c) acc[c] = P(0);
   for (int ty = 0; ty < rows; ++ty) {
-    const int64_t row_offset = t.row_offset[ty][i];
-    const T* image_row = image + row_offset;
+    const int32_t row = t.row_index[ty][i];
     P sum[C];
-    GPUAUG_UNROLL
-    for (int c = 0; c < C; ++c) sum[c] = P(0);
-    for (int tx = 0; tx < columns; ++tx) {
-      const int32_t column_offset = t.column_offset[tx][j];
-      const P wx = t.column_weight[tx][j];
+    if (is_staged) {
+      const int r = row < 0 ? staged_rows<P> : row - t.first_row;
       GPUAUG_UNROLL
-      for (int c = 0; c < C; ++c) {
-        const P value = row_offset < 0 || column_offset < 0
-                            ? fill[c]
-                            : photo::load<P>(image_row[c * src.channel_stride + column_offset]);
-        sum[c] += value * wx;
-      }
+      for (int c = 0; c < C; ++c) sum[c] = staged.v[r][c][j];
+    } else {
+      row_sum<C, T, P>(t, image, src, fill, row, j, sum);
     }
     const P wy = t.row_weight[ty][i];
     GPUAUG_UNROLL
@@ -318,6 +385,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> reduced;
   __shared__ Tables tables;
+  __shared__ Staged<C, P> staged;
   const int64_t s = launch.first_sample + blockIdx.x / launch.blocks_per_sample;
   const Tile tile = tile_of(launch, settings, blockIdx.x % launch.blocks_per_sample);
   block::Geometry g{};
@@ -328,8 +396,19 @@ __global__ void __launch_bounds__(kThreads)
   const Source& src = source_of(table, s);
   const T* image = static_cast<const T*>(src.data) + (s - src.first_sample) * src.sample_stride;
   const SampleGeometry sg = sample_geometry(geometry + s * kColumns);
+  if (threadIdx.x == 0) {
+    tables.first_row = INT32_MAX;
+    tables.last_row = -1;
+    tables.untabled = 0;
+  }
+  __syncthreads();
   tabulate(tables, tile, src, sg, settings);
   __syncthreads();
+  const bool is_staged = stages<P>(tables);
+  if (is_staged) {
+    stage<C, T, P>(staged, tables, static_cast<int>(tile.x1 - tile.x0), image, src, fill.v);
+    __syncthreads();
+  }
   const int runs_per_row = static_cast<int>(ceil_div(tile.x1 - tile.x0, int64_t{kRun}));
   const int runs = runs_per_row * static_cast<int>(tile.y1 - tile.y0);
   // Run r's row and first column in the tile, and its pixels (a row's last run may be shorter).
@@ -339,8 +418,8 @@ __global__ void __launch_bounds__(kThreads)
     return ::min(kRun, static_cast<int>(tile.x1 - tile.x0) - j0);
   };
   const auto pixel = [&](int i, int j, P (&x)[3]) {
-    tabled_pixel<C, T, P>(tables, image, src, sg, settings, fill.v, i, j, tile.y0 + i,
-                          tile.x0 + j, x);
+    front_pixel<C, T, P>(tables, staged, is_staged, image, src, sg, settings, fill.v, i, j,
+                         tile.y0 + i, tile.x0 + j, x);
   };
   // The run's pixels (V of them from j0; beyond the run's n, zeros).
   const auto run_pixels = [&](int i, int j0, int n, P (&x)[V][3]) {
@@ -439,12 +518,13 @@ void for_each_table(const std::vector<Source>& sources, F&& f) {
 // on every GPU): enough blocks in all to fill any GPU, each thread a few runs of pixels.
 Launch tiles(int64_t samples, int64_t height, int64_t width) {
   constexpr int64_t kTargetBlocks = 4096;
-  const int64_t chunks = std::max<int64_t>(ceil_div(width, kTileWidth), 1);
+  const int64_t columns =  // the same for every chunk, within kRun
+      ceil_div(ceil_div(width, ceil_div(width, kTileWidth)), kRun) * kRun;
+  const int64_t chunks = ceil_div(width, columns);
   const int64_t wanted = ceil_div(ceil_div(kTargetBlocks, std::max<int64_t>(samples, 1)), chunks);
-  const int64_t bands = std::clamp<int64_t>(wanted, ceil_div(height, kTileRows),
-                                            std::max<int64_t>(height, 1));
-  const int64_t rows = std::max<int64_t>(ceil_div(height, bands), 1);
-  return {0, ceil_div(height, rows) * chunks, rows, chunks};
+  const int64_t bands = std::clamp<int64_t>(wanted, ceil_div(height, kTileRows), height);
+  const int64_t rows = ceil_div(height, bands);
+  return {0, ceil_div(height, rows) * chunks, rows, columns, chunks};
 }
 
 bool only_jitter_kinds(const Program& program) {
@@ -462,11 +542,12 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
   const c10::cuda::CUDAGuard device_guard(out.device());
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int64_t samples = out.size(0);
-  for (const Source& source : sources) {  // the tables' column offsets are 32-bit
-    TORCH_CHECK(source.width <= 1 || (source.width - 1) * source.column_stride < INT32_MAX,
-                "gpuaug::augment: expected images whose rows span fewer than 2^31 elements on "
-                "the GPU, got width ", source.width, " with column stride ",
-                source.column_stride);
+  for (const Source& source : sources) {  // the tables' rows and column offsets are 32-bit
+    TORCH_CHECK(source.height < INT32_MAX &&
+                    (source.width - 1) * source.column_stride < INT32_MAX,
+                "gpuaug::augment: expected images of fewer than 2^31 rows, each spanning fewer "
+                "than 2^31 elements, on the GPU, but got ", source.height, " rows of width ",
+                source.width, " and column stride ", source.column_stride);
   }
   const Launch shape = tiles(samples, out.size(2), out.size(3));
   const int64_t per_sample = shape.blocks_per_sample;
@@ -496,14 +577,16 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
       constexpr int V = decltype(run_length)::value;
       if (sums != nullptr) {
         for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
-          const Launch launch{first, per_sample, shape.tile_rows, shape.column_chunks};
+          const Launch launch{first, per_sample, shape.tile_rows, shape.tile_columns,
+                              shape.column_chunks};
           augment_kernel<C, T, 1, P, true, J><<<count * per_sample, kThreads, 0, stream>>>(
               table, geo, settings, fill, launch, program, rows, sums, nullptr, layout, o);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
       }
       for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
-        const Launch launch{first, per_sample, shape.tile_rows, shape.column_chunks};
+        const Launch launch{first, per_sample, shape.tile_rows, shape.tile_columns,
+                              shape.column_chunks};
         augment_kernel<C, T, V, P, false, J><<<count * per_sample, kThreads, 0, stream>>>(
             table, geo, settings, fill, launch, program, rows, sums, dst, layout, o);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
