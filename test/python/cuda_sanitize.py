@@ -368,12 +368,52 @@ def main():
     check_photometric(device)
     check_photometric_ranged(device)
     check_lltm(device)
+    check_augment(device)
     if device.startswith("cuda"):
         check_jit(device)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     print(f"cuda_sanitize ({device}): {len(failures)} mismatches")
     return 1 if failures else 0
+
+
+def check_augment(device):
+    """gpuaug::augment against its CPU loop: tiles whose image rows are staged and tiles too
+    downscaled for the tables, constant padding's fill, flips, outputs beyond the resized window,
+    a reduction's two passes, ColorJitter's runs of four pixels on uint8, a list of images of two
+    sizes, gray and channels_last images, and the adjoint."""
+    geometry = torch.tensor([[0, 0, 20, 24, 0, 12, 14, 0, 0, 0],      # downscale
+                             [-3, -2, 18, 20, 3, 30, 40, 5, 9, 1],    # padded, flipped, upscaled
+                             [2, 1, 16, 22, 1, 2, 3, -4, -5, 2],      # 8x down, mostly fill
+                             [0, 0, 20, 24, 0, 20, 24, 3, 4, 0]])     # no resize
+    jitter = dict(stages=[1, 2, 3, 4], factors=torch.tensor([
+        [1.2, 0.8, 1.1, 0.05], [0.7, 1.3, 0.6, -0.2], [1.0, 1.1, 1.4, 0.4], [1.3, 0.9, 0.8, -0.1]]))
+    g = torch.Generator().manual_seed(50)
+    u8 = torch.randint(0, 256, (4, 3, 20, 24), generator=g, dtype=torch.uint8)
+    f32 = torch.rand((4, 3, 20, 24), generator=g)
+    cases = [("u8 jitter", [u8], jitter, dict(dtype=torch.float32, mean=[0.5] * 3, std=[0.2] * 3)),
+             ("u8 list", [u8[0], u8[1, :, 2:, 3:], u8[2:]], dict(padding_mode=0, fill=[9.0]), {}),
+             ("f32 bicubic", [f32], dict(interpolation=2, antialias=False, padding_mode=2), {}),
+             ("f32 gray contrast", [f32[:, :1]],
+              dict(stages=[2], factors=torch.rand((4, 1), generator=g) + 0.5), {}),
+             ("f32 channels_last", [f32.contiguous(memory_format=torch.channels_last)],
+              dict(padding_mode=3, stages=[5, 8], factors=torch.ones((4, 2))), {})]
+    for label, images, kwargs, output in cases:
+        def run(on):
+            moved = {k: (v.to(on) if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
+            return ops.augment([i.to(on) for i in images], geometry.to(on), [12, 14], **moved,
+                               **output)
+        expect(f"augment {label}", run(device), run("cpu"), exact=False, atol=1.5 if
+               output.get("dtype") is None and images[0].dtype == torch.uint8 else 1e-4)
+    grads = []
+    grad_out = torch.rand((4, 3, 12, 14), generator=g) - 0.5
+    for on in (device, "cpu"):
+        image = f32.to(on).requires_grad_()
+        brightness = jitter["factors"][:, :1].to(on)
+        out = ops.augment([image], geometry.to(on), [12, 14], stages=[1], factors=brightness)
+        out.backward(grad_out.to(on))
+        grads.append(image.grad)
+    expect("augment backward", grads[0], grads[1], exact=False, atol=1e-4)
 
 
 def check_jit(device):

@@ -193,7 +193,7 @@ __device__ __forceinline__ void convert_store(void* out, const OutputLayout& lay
 // order (the same values).
 constexpr int kTileWidth = 128;  // a multiple of kRun: runs start at the tile's columns
 constexpr int kTileRows = 16;
-constexpr int kTableTaps = 6;  // an axis of more taps (downscales by more than 2.5) is computed again
+constexpr int kTableTaps = 6;  // an axis of more (downscales by more than 2.5): computed again
 constexpr int kOutside = -1;   // an axis count: the output lies outside the resized image (fill)
 
 // The image rows a block stages, and the fill's row after them (float64 images: none).
