@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from ._program import OpCall, _check_generator, _rand
+from .samples import TorchvisionInputs
 
 # A per-sample value: one for every sample (a python int) or a [S] int64 tensor.
 Value = Union[int, torch.Tensor]
@@ -322,10 +323,10 @@ class _Plan:
         return out
 
 
-class _Geometric(nn.Module):
+class _Geometric(TorchvisionInputs, nn.Module):
     """A geometric transform: ``sample_params(images)`` draws each sample's parameters (a dict
     of per-sample tensors) on the images' device, ``forward(images, params=None)`` runs it
-    with fresh draws or with those. ``_draw`` makes the parameters of images of the given
+    with fresh draws or with those (torchvision's inputs too: samples.py). ``_draw`` makes the parameters of images of the given
     sizes, ``_apply`` adds the transform to a call's plan and ``_sizes`` gives the sizes it
     makes of the given ones."""
 

@@ -6,7 +6,9 @@ dict, nested tuples and lists). In a sample, the images are transformed and ever
 (boxes, masks, labels) passes through; the images are ``tv_tensors.Image``, ``Video`` and PIL
 images, or, where there are none, the first plain tensor, as in torchvision. Every image of one
 call gets the same draws, as torchvision's do. A 4-D ``Video`` is one video whose frames share
-them, where a 4-D tensor is a batch of images with a draw each.
+them, where a 4-D tensor is a batch of images with a draw each. Geometric transforms (and
+Composes holding one) refuse samples with boxes, masks or key points, which would not follow
+their geometry.
 """
 
 import sys
@@ -16,9 +18,11 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
-# The keys of sample_params' dicts (ColorAugment's and the photometric transforms'): a dict beside
-# the image with one of them is replayed parameters, any other dict is a target (boxes, labels).
-_PARAM_KEYS = {"factors", "order", "apply", "color", "brightness", "contrast", "gamma"}
+# The keys of sample_params' dicts (ColorAugment's, the photometric and geometric transforms';
+# a Compose's prefixed with an index, "2.factors"): a dict beside the image with one of them is
+# replayed parameters, any other dict is a target (boxes, labels).
+_PARAM_KEYS = {"factors", "order", "apply", "color", "brightness", "contrast", "gamma", "top",
+               "left", "height", "width"}
 
 
 def _loaded(name: str) -> Any:
@@ -32,7 +36,8 @@ def _is_tv_tensor(x: Any) -> bool:
 
 
 def _is_params(x: Any) -> bool:
-    return isinstance(x, dict) and any(key in _PARAM_KEYS for key in x)
+    return isinstance(x, dict) and any(
+        isinstance(key, str) and key.rsplit(".", 1)[-1] in _PARAM_KEYS for key in x)
 
 
 def _is_plain_call(inputs: Tuple[Any, ...], kwargs: Dict[str, Any]) -> bool:
@@ -117,18 +122,48 @@ class TorchvisionInputs:
         return self._transform_sample(inputs, params)
 
     def _geometric_call(self, inputs: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-        """A Compose with geometric transforms: a list of images too, but no sample (boxes,
-        masks and key points do not follow its geometry yet)."""
+        """A geometric transform, or a Compose holding one: a list of plain images too (one
+        batch), and samples, whose images it transforms and whose labels pass through. Boxes,
+        masks and key points do not follow its geometry yet: a sample with them is refused."""
+        name = type(self).__name__
+        params = kwargs.pop("params", None)
+        if kwargs:
+            raise TypeError(f"gpuaug.transforms.{name}: unexpected keyword arguments "
+                            f"{sorted(kwargs)}")
+        # (an empty dict: the params of a transform that draws nothing, Resize's say)
+        if len(inputs) == 2 and (inputs[1] is None or _is_params(inputs[1])
+                                 or (isinstance(inputs[1], dict) and not inputs[1])):
+            inputs, params = inputs[:1], inputs[1]
         first = inputs[0] if inputs else None
-        plain = (isinstance(first, torch.Tensor) and not _is_tv_tensor(first)) or (
-            isinstance(first, (list, tuple))
-            and all(isinstance(x, torch.Tensor) and not _is_tv_tensor(x) for x in first))
-        if plain and len(inputs) <= 2:
-            return nn.Module.__call__(self, *inputs, **kwargs)
-        raise TypeError(f"gpuaug.transforms.{type(self).__name__}: with geometric transforms it "
-                        "takes an image tensor or a list of them (and params), not "
-                        "tv_tensors or samples: boxes, masks and key points would not follow "
-                        "its geometry; keep torchvision's geometric transforms for those")
+        if len(inputs) == 1 and isinstance(first, (list, tuple)) and first and all(
+                isinstance(x, torch.Tensor) and not _is_tv_tensor(x) for x in first):
+            return nn.Module.__call__(self, first, params)
+        leaves, _ = pytree.tree_flatten(inputs if len(inputs) > 1 else first)
+        following = sorted({type(leaf).__name__ for leaf in leaves
+                            if _is_tv_tensor(leaf) and _kind(leaf) is None})
+        if following:
+            raise TypeError(f"gpuaug.transforms.{name}: geometric transforms take images "
+                            f"alone: the sample's {', '.join(following)} would not follow the "
+                            "geometry; keep torchvision's geometric transforms for such samples "
+                            "(gpuaug.transforms.from_torchvision(pipeline, geometric=False))")
+        return self._transform_sample(inputs, params)
+
+    def _draws_for(self, batch: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """The draws for a batch: a geometric transform's videos ([N, T, C, H, W]) one each."""
+        if batch.dim() == 5 and getattr(self, "geometric", False):
+            return self.sample_params(batch[:, 0])
+        return self.sample_params(batch)
+
+    def _run(self, batch: torch.Tensor, params: Optional[Dict[str, torch.Tensor]]) -> Any:
+        """The module on one image batch. A geometric transform's videos run as their frames,
+        each frame with its video's draw (the photometric op takes videos as they are)."""
+        if batch.dim() != 5 or not getattr(self, "geometric", False):
+            return nn.Module.__call__(self, batch, params)
+        videos, frames = batch.shape[:2]
+        drawn = self._draws_for(batch) if params is None else params
+        shared = {key: value.repeat_interleave(frames, 0) for key, value in drawn.items()}
+        out = nn.Module.__call__(self, batch.flatten(0, 1), shared)
+        return out.unflatten(0, (videos, frames))
 
     def _transform_sample(self, inputs: Tuple[Any, ...],
                           params: Optional[Dict[str, torch.Tensor]]) -> Any:
@@ -147,8 +182,8 @@ class TorchvisionInputs:
             if len(set(counts)) > 1:
                 raise ValueError(f"gpuaug.transforms.{name}: the images of one input share one "
                                  f"draw, so they need the same number of samples; got {counts}")
-            params = self.sample_params(batches[0])
+            params = self._draws_for(batches[0])
         for i, batch in zip(targets, batches):
-            out = nn.Module.__call__(self, batch, params)
+            out = self._run(batch, params)
             leaves[i] = _restored(out, leaves[i], kinds[i])
         return pytree.tree_unflatten(leaves, spec)

@@ -211,3 +211,51 @@ def test_list_input_different_output_sizes():
     # a crop after it to one size: one batch
     pipeline = T.Compose([T.Resize(10), T.CenterCrop(8)])
     assert pipeline([torch.zeros([3, 20, 24]), torch.zeros([3, 20, 30])]).shape == (2, 3, 8, 8)
+
+
+def seeded(transform, seed):
+    transform.generator = torch.Generator().manual_seed(seed)
+    return transform
+
+
+@pytest.mark.skipif(F is None, reason="torchvision is not installed")
+@pytest.mark.parametrize("name", ["RandomResizedCrop", "RandomHorizontalFlip", "RandomCrop"])
+def test_video_frames_share_their_draw(name):
+    """A Video's frames share its draw (a 4-D Video is one video, a 5-D one a batch of them),
+    each frame as torchvision makes it with those parameters; the output is a Video."""
+    tv_tensors = pytest.importorskip("torchvision.tv_tensors")
+    transform = every_transform()[name]
+    off = uint8_tolerance("cpu", getattr(transform, "interpolation", 1))
+    videos = make_images([3, 4, 3, 20, 24], torch.uint8, seed=50)
+    out = seeded(transform, 5)(tv_tensors.Video(videos))
+    params = seeded(transform, 5).sample_params(videos[:, 0])
+    assert isinstance(out, tv_tensors.Video) and out.shape[:3] == (3, 4, 3)
+    for v in range(3):
+        for f in range(4):
+            assert_close_images(out[v, f], torchvision_sample(transform, videos[v, f], params, v),
+                                f"video {v} frame {f}", off)
+    one = seeded(transform, 6)(tv_tensors.Video(videos[1]))
+    params = seeded(transform, 6).sample_params(videos[1, :1])
+    assert isinstance(one, tv_tensors.Video) and one.shape[0] == 4
+    for f in range(4):
+        assert_close_images(one[f], torchvision_sample(transform, videos[1, f], params, 0),
+                            f"frame {f}", off)
+
+
+@pytest.mark.skipif(F is None, reason="torchvision is not installed")
+def test_images_pil_and_labels_in_samples():
+    """tv_tensors.Image and PIL images come back as such, with the plain call's values for the
+    same draw; the images of one sample share its draw; labels pass through."""
+    tv_tensors = pytest.importorskip("torchvision.tv_tensors")
+    transform = T.RandomResizedCrop([10, 12])
+    a, b = make_images([2, 3, 20, 24], torch.uint8, seed=52).unbind(0)
+    expected = seeded(transform, 7)(torch.stack([a, a]))[0]
+    out, label = seeded(transform, 7)(tv_tensors.Image(a), {"label": 3})
+    assert isinstance(out, tv_tensors.Image) and torch.equal(out, expected)
+    assert label == {"label": 3}
+    pil = seeded(transform, 7)(F.to_pil_image(a))
+    assert pil.size == (12, 10) and torch.equal(F.pil_to_tensor(pil), expected)
+    params = seeded(transform, 8).sample_params(a)
+    both = seeded(transform, 8)({"image": tv_tensors.Image(a), "other": tv_tensors.Image(b)})
+    assert torch.equal(both["image"], transform(a, params))
+    assert torch.equal(both["other"], transform(b, params))
