@@ -111,25 +111,22 @@ class TorchvisionInputs:
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         if torch.compiler.is_compiling() or _is_plain_call(inputs, kwargs):
             return nn.Module.__call__(self, *inputs, **kwargs)
-        if getattr(self, "geometric", False):
-            return self._geometric_call(inputs, kwargs)
         params = kwargs.pop("params", None)
         if kwargs:
             raise TypeError(f"gpuaug.transforms.{type(self).__name__}: unexpected keyword "
                             f"arguments {sorted(kwargs)}")
+        if getattr(self, "geometric", False):
+            return self._geometric_call(inputs, params)
         if len(inputs) == 2 and _is_params(inputs[1]):
             inputs, params = inputs[:1], inputs[1]
         return self._transform_sample(inputs, params)
 
-    def _geometric_call(self, inputs: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def _geometric_call(self, inputs: Tuple[Any, ...],
+                        params: Optional[Dict[str, torch.Tensor]]) -> Any:
         """A geometric transform, or a Compose holding one: a list of plain images too (one
         batch), and samples, whose images it transforms and whose labels pass through. Boxes,
         masks and key points do not follow its geometry yet: a sample with them is refused."""
         name = type(self).__name__
-        params = kwargs.pop("params", None)
-        if kwargs:
-            raise TypeError(f"gpuaug.transforms.{name}: unexpected keyword arguments "
-                            f"{sorted(kwargs)}")
         # (an empty dict: the params of a transform that draws nothing, Resize's say)
         if len(inputs) == 2 and (inputs[1] is None or _is_params(inputs[1])
                                  or (isinstance(inputs[1], dict) and not inputs[1])):
