@@ -167,7 +167,8 @@ def uniform_size(owner: str, hs: Optional[List[int]], ws: Optional[List[int]]) -
 
 _FIELDS = ("hs", "ws", "h", "w", "top", "left", "win_h", "win_w", "win_flip", "resized",
            "resized_h", "resized_w", "out_top", "out_left", "out_flip", "interpolation",
-           "antialias", "padding_mode", "fill", "fill_used", "cropped", "padded", "owner")
+           "antialias", "padding_mode", "fill", "fill_used", "cropped", "padded", "owner",
+           "nearest")
 
 
 class _Plan:
@@ -203,6 +204,7 @@ class _Plan:
         self.cropped = False  # a crop since the call or its resize began
         self.padded = False   # the current image reaches outside what it was made of
         self.owner = ""
+        self.nearest = False  # masks: nearest, whatever the transforms' interpolation
 
     def copy(self) -> "_Plan":
         # field by field: torch.compile traces no __dict__ or copy.copy
@@ -314,7 +316,8 @@ class _Plan:
         if call is None:
             call = OpCall([], None, None, None, None, None, None, None)
         out = torch.ops.gpuaug.augment(
-            self.images, self.geometry(), size, interpolation=self.interpolation,
+            self.images, self.geometry(), size,
+            interpolation=0 if self.nearest else self.interpolation,
             antialias=self.antialias, padding_mode=max(self.padding_mode, 0),
             fill=self.fill if self.fill_used and self.fill != [0.0] else None,
             stages=call.stages, factors=call.factors if call.stages else None,
@@ -360,6 +363,42 @@ class _Geometric(TorchvisionInputs, nn.Module):
     def _sizes(self, hs: List[int], ws: List[int]) -> Tuple[List[int], List[int]]:
         return hs, ws
 
+    def _stages(self, params: Dict[str, torch.Tensor]
+                ) -> Tuple[List["_Geometric"], List[Dict[str, torch.Tensor]]]:
+        """The geometric transforms a sample's boxes, masks and key points follow, in order, and
+        their params (samples.py)."""
+        return [self], [params]
+
+    @staticmethod
+    def _masks(transforms: List["_Geometric"], planes: Union[torch.Tensor, List[torch.Tensor]],
+               params: List[Dict[str, torch.Tensor]]) -> torch.Tensor:
+        """Mask planes (a [P, 1, H, W] batch or [1, H, W] each) through ``transforms``, a
+        param row a plane, resized nearest as torchvision resizes masks."""
+        return run_geometry(transforms, planes, params, nearest=True)
+
+    def _follow(self, target: torch.Tensor, row: Dict[str, object]) -> torch.Tensor:
+        """One sample's BoundingBoxes or KeyPoints moved as torchvision's transform moves them
+        with the sample's params ``row``."""
+        raise NotImplementedError
+
+
+def functional() -> object:
+    """torchvision.transforms.v2.functional: its functions move boxes and key points, which only
+    torchvision's samples have."""
+    import torchvision.transforms.v2.functional as F
+    return F
+
+
+def pad_points(owner: str, target: torch.Tensor, padding: List[int],
+               padding_mode: int) -> torch.Tensor:
+    """F.pad of boxes or key points, which torchvision pads with 'constant' alone."""
+    if padding_mode != 0:
+        mode = [m for m, code in PADDING_MODES.items() if code == padding_mode][0]
+        raise ValueError(f"gpuaug.transforms.{owner}: padding_mode '{mode}' does not move "
+                         f"{type(target).__name__}: torchvision pads boxes and key points with "
+                         "padding_mode 'constant' alone; got a sample holding them")
+    return functional().pad(target, padding)
+
 
 def _check_keys(owner: str, params: Dict[str, torch.Tensor], keys: List[str]) -> None:
     for key in keys:
@@ -381,14 +420,16 @@ def draw_all(transforms: Sequence[_Geometric], image: torch.Tensor, count: int, 
 def run_geometry(transforms: Sequence[_Geometric],
                  images: Union[torch.Tensor, List[torch.Tensor]],
                  params: Optional[List[Dict[str, torch.Tensor]]],
-                 call: Optional[OpCall] = None) -> torch.Tensor:
+                 call: Optional[OpCall] = None, nearest: bool = False) -> torch.Tensor:
     """``transforms`` on ``images`` in as few calls of the op as they allow, the last running
-    ``call`` (a photometric program and conversion) too."""
+    ``call`` (a photometric program and conversion) too; ``nearest``: every resize nearest, as
+    torchvision resizes masks."""
     listed, hs, ws = as_images("transforms." + type(transforms[0]).__name__, images)
     single = isinstance(images, torch.Tensor) and images.dim() == 3
     if params is None:
         params, _, _ = draw_all(transforms, listed[0], samples(listed), hs, ws)
     plan = _Plan(listed, hs, ws)
+    plan.nearest = nearest
     for t, p in zip(transforms, params):
         trial = plan.copy()
         trial.owner = "transforms." + type(t).__name__
@@ -396,6 +437,7 @@ def run_geometry(transforms: Sequence[_Geometric],
             out = plan.run()
             trial = _Plan([out], [out.shape[-2]], [out.shape[-1]])
             trial.owner = "transforms." + type(t).__name__
+            trial.nearest = nearest
             if not t._apply(trial, p):
                 raise AssertionError(f"gpuaug.{trial.owner} does not start a call")
         plan = trial

@@ -2,13 +2,13 @@
 and conversion), their programs one after the other; geometric transforms in front of them as
 one call of ``gpuaug::augment`` with the program's first call (see ``_fused``)."""
 
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
 
 from ._base import _converts, _Photometric
-from ._fused import _Step, run_steps, sample_steps
+from ._fused import _picked, _Step, run_steps, sample_steps
 from ._geometry import _Geometric
 from ._program import _concatenated, _drawn_terms, _merged_levels, _rand, _samples, _set_nesting
 from .color_augment import ColorAugment, _color_augment_stage
@@ -105,6 +105,14 @@ class Compose(_Photometric):
             return sample_steps(list(self.steps), image)
         assert isinstance(image, torch.Tensor)
         return super().sample_params(image)
+
+    def _stages(self, params: Dict[str, torch.Tensor]
+                ) -> Tuple[List[_Geometric], List[Dict[str, torch.Tensor]]]:
+        """Its geometric transforms and their params, which boxes, masks and key points follow
+        (the photometric ones leave them as they are)."""
+        picked = [(t, _picked(params, f"{i}.")) for i, t in enumerate(self.transforms)
+                  if isinstance(t, _Geometric)]
+        return [t for t, _ in picked], [p for _, p in picked]
 
     def _init_photometric(self, transforms: List[nn.Module], dtype: Optional[torch.dtype],
                           mean: Optional[Sequence[float]], std: Optional[Sequence[float]]

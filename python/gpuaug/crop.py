@@ -7,8 +7,9 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from ._geometry import (Value, _check_keys, _Geometric, _Plan, fill_values, interpolation_code,
-                        padding_code, parse_padding, parse_size, per_sample)
+from ._geometry import (Value, _check_keys, _Geometric, _Plan, fill_values, functional,
+                        interpolation_code, pad_points, padding_code, parse_padding, parse_size,
+                        per_sample)
 
 
 def _float32(x: float) -> float:
@@ -102,6 +103,10 @@ class RandomResizedCrop(_Geometric):
                 and plan.resize(self.size[0], self.size[1], [self.size[0]], [self.size[1]],
                                 self.interpolation, self.antialias))
 
+    def _follow(self, target: torch.Tensor, row: Dict[str, object]) -> torch.Tensor:
+        return functional().resized_crop(target, row["top"], row["left"], row["height"],
+                                         row["width"], self.size)
+
 
 class RandomCrop(_Geometric):
     """torchvision.transforms.v2.RandomCrop: the image padded by ``padding`` (and, with
@@ -165,6 +170,18 @@ class RandomCrop(_Geometric):
         return plan.crop(params["top"], params["left"], self.size[0], self.size[1],
                          [self.size[0]], [self.size[1]], True)
 
+    def _follow(self, target: torch.Tensor, row: Dict[str, object]) -> torch.Tensor:
+        # torchvision's RandomCrop.transform: the pad where it pads, the crop where the padded
+        # image is larger than the crop (each clamps the boxes)
+        height, width = target.canvas_size
+        padding = self._paddings([height], [width])[0]
+        if any(padding):
+            target = pad_points("RandomCrop", target, padding, self.padding_mode)
+        if (height + padding[1] + padding[3] > self.size[0]
+                or width + padding[0] + padding[2] > self.size[1]):
+            target = functional().crop(target, row["top"], row["left"], *self.size)
+        return target
+
 
 def center_crop_window(height: int, width: int, crop_h: int, crop_w: int) -> Tuple[int, int]:
     """torchvision's center_crop: the window's top and left (negative where it pads with 0)."""
@@ -195,3 +212,6 @@ class CenterCrop(_Geometric):
         return plan.crop(per_sample([t for t, _ in windows], plan.device),
                          per_sample([l for _, l in windows], plan.device), ch, cw, [ch], [cw],
                          inside)
+
+    def _follow(self, target: torch.Tensor, row: Dict[str, object]) -> torch.Tensor:
+        return functional().center_crop(target, self.size)

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional
 
 import torch
 
-from ._geometry import _check_keys, _Geometric, _Plan
+from ._geometry import _check_keys, _Geometric, _Plan, functional
 
 
 class _RandomFlip(_Geometric):
@@ -30,6 +30,12 @@ class _RandomFlip(_Geometric):
         _check_keys(type(self).__name__, params, ["apply"])
         plan.flip(params["apply"].long() * self.bit)
         return True
+
+    def _follow(self, target: torch.Tensor, row: Dict[str, object]) -> torch.Tensor:
+        if not row["apply"]:
+            return target
+        F = functional()
+        return F.horizontal_flip(target) if self.bit == 1 else F.vertical_flip(target)
 
 
 class RandomHorizontalFlip(_RandomFlip):

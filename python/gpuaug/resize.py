@@ -5,8 +5,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from ._geometry import (_Geometric, _Plan, fill_values, interpolation_code, padding_code,
-                        parse_padding, per_sample)
+from ._geometry import (_Geometric, _Plan, fill_values, functional, interpolation_code,
+                        pad_points, padding_code, parse_padding, per_sample)
 
 
 def resized_size(height: int, width: int, size: Optional[List[int]],
@@ -75,6 +75,9 @@ class Resize(_Geometric):
         return plan.resize(per_sample(hs, plan.device), per_sample(ws, plan.device), hs, ws,
                            self.interpolation, self.antialias)
 
+    def _follow(self, target: torch.Tensor, row: Dict[str, object]) -> torch.Tensor:
+        return functional().resize(target, self.size, max_size=self.max_size)
+
 
 class Pad(_Geometric):
     """torchvision.transforms.v2.Pad: ``padding`` (an int, or left/right and top/bottom, or
@@ -100,3 +103,6 @@ class Pad(_Geometric):
         if not any(self.padding):  # nothing to pad: nothing that would end the call
             return True
         return plan.pad([left], [top], [right], [bottom], self.padding_mode, self.fill)
+
+    def _follow(self, target: torch.Tensor, row: Dict[str, object]) -> torch.Tensor:
+        return pad_points("Pad", target, self.padding, self.padding_mode)

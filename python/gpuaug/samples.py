@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
+from ._targets import check_sizes, follow, is_target
+
 # The keys of sample_params' dicts (ColorAugment's, the photometric and geometric transforms';
 # a Compose's prefixed with an index, "2.factors"): a dict beside the image with one of them is
 # replayed parameters, any other dict is a target (boxes, labels).
@@ -103,6 +105,38 @@ def _images(kinds: List[Optional[str]]) -> List[int]:
     return [kinds.index("tensor")] if "tensor" in kinds else []
 
 
+def _batched(image: Any, kind: str) -> bool:
+    """Whether the image is a batch with a draw a sample, whose targets come one a sample."""
+    if kind == "pil":
+        return False
+    return image.dim() == (5 if kind == "video" else 4)
+
+
+def _sample_of(name: str, root: Any, path: Tuple[Any, ...], image_paths: List[Any], count: int,
+               target: Any) -> int:
+    """The sample of a batch of ``count`` whose draw a target follows: its index in the
+    outermost list or tuple of ``count`` around it that holds no image (the sample's own
+    container aside: ``t(images, boxes)``'s pair)."""
+    node, innermost = root, None
+    for depth in range(len(path) - 1):
+        node = path[depth].get(node)
+        holds_image = any(p[:depth + 1] == path[:depth + 1] for p in image_paths)
+        if (type(node) in (list, tuple) and isinstance(path[depth + 1], pytree.SequenceKey)
+                and not holds_image):
+            if len(node) == count:
+                return path[depth + 1].idx
+            innermost = node
+    kind = type(target).__name__
+    if innermost is None:
+        raise TypeError(f"gpuaug.transforms.{name}: a batch of {count} images takes its "
+                        f"BoundingBoxes, Mask and KeyPoints in a list or tuple of {count}, the "
+                        f"i-th following image i's draw; got one {kind} beside the batch")
+    raise ValueError(f"gpuaug.transforms.{name}: a batch of {count} images takes its "
+                     f"BoundingBoxes, Mask and KeyPoints in a list or tuple of {count}, the "
+                     f"i-th following image i's draw; got a {kind} in a "
+                     f"{type(innermost).__name__} of {len(innermost)}")
+
+
 class TorchvisionInputs:
     """Takes torchvision.transforms.v2's inputs (above) in a module whose ``forward(image,
     params=None)`` takes a tensor. A plain tensor goes straight to the module's own call, which
@@ -124,26 +158,54 @@ class TorchvisionInputs:
     def _geometric_call(self, inputs: Tuple[Any, ...],
                         params: Optional[Dict[str, torch.Tensor]]) -> Any:
         """A geometric transform, or a Compose holding one: a list of plain images too (one
-        batch), and samples, whose images it transforms and whose labels pass through. Boxes,
-        masks and key points do not follow its geometry yet: a sample with them is refused."""
-        name = type(self).__name__
+        batch), and samples, whose images it transforms, whose boxes, masks and key points
+        follow their images' draws and whose labels pass through."""
         # (an empty dict: the params of a transform that draws nothing, Resize's say)
         if len(inputs) == 2 and (inputs[1] is None or _is_params(inputs[1])
                                  or (isinstance(inputs[1], dict) and not inputs[1])):
             inputs, params = inputs[:1], inputs[1]
         first = inputs[0] if inputs else None
-        if len(inputs) == 1 and isinstance(first, (list, tuple)) and first and all(
+        if isinstance(first, (list, tuple)) and first and all(
                 isinstance(x, torch.Tensor) and not _is_tv_tensor(x) for x in first):
-            return nn.Module.__call__(self, first, params)
-        leaves, _ = pytree.tree_flatten(inputs if len(inputs) > 1 else first)
-        following = sorted({type(leaf).__name__ for leaf in leaves
-                            if _is_tv_tensor(leaf) and _kind(leaf) is None})
-        if following:
-            raise TypeError(f"gpuaug.transforms.{name}: geometric transforms take images "
-                            f"alone: the sample's {', '.join(following)} would not follow the "
-                            "geometry; keep torchvision's geometric transforms for such samples "
-                            "(gpuaug.transforms.from_torchvision(pipeline, geometric=False))")
+            if len(inputs) == 1:
+                return nn.Module.__call__(self, first, params)
+            return self._listed_sample(list(first), inputs[1:], params)
         return self._transform_sample(inputs, params)
+
+    def _listed_sample(self, images: List[torch.Tensor], rest: Tuple[Any, ...],
+                       params: Optional[Dict[str, torch.Tensor]]) -> Any:
+        """A list of plain images, one batch (returned as one), and what is beside it: its
+        targets in a list or tuple of one a sample, its labels."""
+        entries, spec = pytree.tree_flatten_with_path(rest)
+        leaves = [leaf for _, leaf in entries]
+        sizes = [(image.shape[-2], image.shape[-1]) for image in images]
+        followers = self._followers(rest, entries, [], True, sizes)
+        if params is None and followers:
+            params = self.sample_params(images)
+        out = nn.Module.__call__(self, images, params)
+        if followers:
+            self._follow_targets(leaves, followers, params, out)
+        return (out,) + tuple(pytree.tree_unflatten(leaves, spec))
+
+    def _followers(self, root: Any, entries: List[Tuple[Any, Any]], image_paths: List[Any],
+                   batched: bool, sizes: List[Tuple[int, int]]) -> Dict[int, int]:
+        """The boxes, masks and key points among the sample's leaves that follow the geometry
+        (a geometric transform's), each leaf's index to its sample's, their sizes checked."""
+        if not getattr(self, "geometric", False):
+            return {}
+        name = type(self).__name__
+        found = [i for i, (_, leaf) in enumerate(entries) if is_target(leaf)]
+        samples = [_sample_of(name, root, entries[i][0], image_paths, len(sizes), entries[i][1])
+                   if batched else 0 for i in found]
+        check_sizes(name, [entries[i][1] for i in found], samples, sizes)
+        return dict(zip(found, samples))
+
+    def _follow_targets(self, leaves: List[Any], followers: Dict[int, int],
+                params: Dict[str, torch.Tensor], out: torch.Tensor) -> None:
+        moved = follow(self, params, [leaves[i] for i in followers], list(followers.values()),
+                       (out.shape[-2], out.shape[-1]))
+        for i, target in zip(followers, moved):
+            leaves[i] = target
 
     def _draws_for(self, batch: torch.Tensor) -> Dict[str, torch.Tensor]:
         """The draws for a batch: a geometric transform's videos ([N, T, C, H, W]) one each."""
@@ -165,22 +227,32 @@ class TorchvisionInputs:
     def _transform_sample(self, inputs: Tuple[Any, ...],
                           params: Optional[Dict[str, torch.Tensor]]) -> Any:
         name = type(self).__name__
-        leaves, spec = pytree.tree_flatten(inputs if len(inputs) > 1 else inputs[0])
+        sample = inputs if len(inputs) > 1 else inputs[0]
+        entries, spec = pytree.tree_flatten_with_path(sample)
+        leaves = [leaf for _, leaf in entries]
         kinds = [_kind(leaf) for leaf in leaves]
-        targets = _images(kinds)
-        if not targets:  # torchvision passes it all through; an array, say, would come back as is
+        images = _images(kinds)
+        if not images:  # torchvision passes it all through; an array, say, would come back as is
             found = [type(leaf).__name__ for leaf in leaves]
             raise TypeError(f"gpuaug.transforms.{name}: found no image in the input: expected "
                             "a tensor, a tv_tensors.Image or Video, or a PIL image, or a sample "
                             f"(tuple, list, dict) holding one; got {found}")
-        batches = [_as_batch(name, leaves[i], kinds[i]) for i in targets]
-        if params is None and len(batches) > 1:  # one draw for them all
+        batches = [_as_batch(name, leaves[i], kinds[i]) for i in images]
+        first = batches[0]
+        count = 1 if first.dim() == 3 else first.shape[0]
+        followers = self._followers(sample, entries, [entries[i][0] for i in images],
+                                    _batched(leaves[images[0]], kinds[images[0]]),
+                                    [(first.shape[-2], first.shape[-1])] * count)
+        if params is None and (len(batches) > 1 or followers):  # one draw for them all
             counts = [1 if b.dim() == 3 else b.shape[0] for b in batches]
             if len(set(counts)) > 1:
                 raise ValueError(f"gpuaug.transforms.{name}: the images of one input share one "
                                  f"draw, so they need the same number of samples; got {counts}")
-            params = self._draws_for(batches[0])
-        for i, batch in zip(targets, batches):
-            out = self._run(batch, params)
+            params = self._draws_for(first)
+        outs = [self._run(batch, params) for batch in batches]
+        if followers:
+            assert params is not None
+            self._follow_targets(leaves, followers, params, outs[0])
+        for i, out in zip(images, outs):
             leaves[i] = _restored(out, leaves[i], kinds[i])
         return pytree.tree_unflatten(leaves, spec)

@@ -171,23 +171,6 @@ def test_compile_imagenet(fresh_dynamo):
     assert counter.frame_count == 2  # with params, then without
 
 
-@pytest.mark.parametrize("target", ["BoundingBoxes", "Mask"])
-def test_samples_with_boxes_or_masks_refused(target):
-    """Boxes and masks would not follow the geometry: refused, by a geometric transform and by a
-    Compose holding one (photometric transforms pass them through)."""
-    tv_tensors = pytest.importorskip("torchvision.tv_tensors")
-    image = tv_tensors.Image(make_images([3, 20, 24], torch.uint8))
-    extra = (tv_tensors.BoundingBoxes(torch.tensor([[1, 2, 10, 12]]), format="XYXY",
-                                      canvas_size=(20, 24))
-             if target == "BoundingBoxes" else tv_tensors.Mask(torch.zeros([20, 24])))
-    for transform in (T.RandomHorizontalFlip(), T.Compose([T.CenterCrop(8), T.RandomInvert()])):
-        with pytest.raises(TypeError, match=f"the sample's {target} would not follow the "
-                                            "geometry"):
-            transform(image, {"target": extra, "label": 3})
-    kept = T.RandomInvert()(image, {"target": extra})[1]["target"]
-    assert kept is extra or torch.equal(kept, extra)
-
-
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
 def test_functional(dtype, device):
