@@ -84,8 +84,8 @@ def from_torchvision(transform: Any, geometric: bool = True) -> Any:
     gpuaug's cannot hold (but for a RandomOrder of up to three transforms past gpuaug's limits,
     a RandomChoice of a Compose per order). The result draws per sample where torchvision draws
     per call, and otherwise computes what torchvision does (see gpuaug.transforms).
-    ``geometric=False`` keeps torchvision's geometric transforms, for samples whose boxes, masks
-    or key points must follow the geometry (gpuaug's take images alone)."""
+    ``geometric=False`` keeps torchvision's geometric transforms (gpuaug's move boxes, masks and
+    key points too, each sample's with its own draw)."""
     if not type(transform).__module__.startswith("torchvision.transforms"):
         raise TypeError("gpuaug.transforms.from_torchvision: expected a torchvision.transforms "
                         f"transform, got {type(transform).__name__}")

@@ -6,9 +6,12 @@ dict, nested tuples and lists). In a sample, the images are transformed and ever
 (boxes, masks, labels) passes through; the images are ``tv_tensors.Image``, ``Video`` and PIL
 images, or, where there are none, the first plain tensor, as in torchvision. Every image of one
 call gets the same draws, as torchvision's do. A 4-D ``Video`` is one video whose frames share
-them, where a 4-D tensor is a batch of images with a draw each. Geometric transforms (and
-Composes holding one) refuse samples with boxes, masks or key points, which would not follow
-their geometry.
+them, where a 4-D tensor is a batch of images with a draw each.
+
+Geometric transforms (and Composes holding one) move a sample's ``BoundingBoxes``, ``Mask`` and
+``KeyPoints`` as torchvision's would with the same parameters (``_targets``): those of one image
+or video follow its draw; a batch's (a 4-D image, a 5-D video, a list of plain images) come in a
+list or tuple of one a sample, the i-th following draw i.
 """
 
 import sys

@@ -151,7 +151,7 @@ def test_from_torchvision_imagenet(calls):
     assert calls == ["augment"]
     crop = T.from_torchvision(v2.RandomCrop(8, padding=[1, 2, 3, 4], padding_mode="edge"))
     assert crop.padding == [1, 2, 3, 4] and crop.padding_mode == 1
-    kept = T.from_torchvision(pipeline, geometric=False)  # for boxes and masks
+    kept = T.from_torchvision(pipeline, geometric=False)
     assert type(kept) is v2.Compose and kept.transforms[0] is pipeline.transforms[0]
     lanczos = v2.Resize(8, interpolation=v2.InterpolationMode.LANCZOS)
     assert T.from_torchvision(lanczos) is lanczos  # stays torchvision's
