@@ -329,9 +329,10 @@ class _Plan:
 class _Geometric(TorchvisionInputs, nn.Module):
     """A geometric transform: ``sample_params(images)`` draws each sample's parameters (a dict
     of per-sample tensors) on the images' device, ``forward(images, params=None)`` runs it
-    with fresh draws or with those (torchvision's inputs too: samples.py). ``_draw`` makes the parameters of images of the given
-    sizes, ``_apply`` adds the transform to a call's plan and ``_sizes`` gives the sizes it
-    makes of the given ones."""
+    with fresh draws or with those (torchvision's inputs too: samples.py). ``_draw`` makes the
+    parameters of images of the given sizes, ``_apply`` adds the transform to a call's plan,
+    ``_sizes`` gives the sizes it makes of the given ones and ``_follow`` moves a sample's boxes
+    or key points."""
 
     generator: Optional[torch.Generator]
     geometric = True

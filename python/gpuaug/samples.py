@@ -187,6 +187,7 @@ class TorchvisionInputs:
             params = self.sample_params(images)
         out = nn.Module.__call__(self, images, params)
         if followers:
+            assert params is not None
             self._follow_targets(leaves, followers, params, out)
         return (out,) + tuple(pytree.tree_unflatten(leaves, spec))
 
@@ -204,7 +205,9 @@ class TorchvisionInputs:
         return dict(zip(found, samples))
 
     def _follow_targets(self, leaves: List[Any], followers: Dict[int, int],
-                params: Dict[str, torch.Tensor], out: torch.Tensor) -> None:
+                        params: Dict[str, torch.Tensor], out: torch.Tensor) -> None:
+        """The followers among ``leaves`` moved in place with ``params``; ``out``: the images'
+        output, whose size empty masks take."""
         moved = follow(self, params, [leaves[i] for i in followers], list(followers.values()),
                        (out.shape[-2], out.shape[-1]))
         for i, target in zip(followers, moved):
