@@ -46,17 +46,18 @@ CASES = {
     "Pad symmetric": ("Pad", ([1, 2, 3, 4],), {"padding_mode": "symmetric"}),
 }
 
+# name: (the transforms, the calls of augment they make of an image batch)
 COMPOSES = {
-    # one call of augment: the crop, the flip and the jitter
-    "RandomResizedCrop, flip, ColorJitter": [
+    # one call: the crop, the flip and the jitter
+    "RandomResizedCrop, flip, ColorJitter": (1, [
         ("RandomResizedCrop", ([12, 14],), {}), ("RandomHorizontalFlip", (), {}),
-        ("ColorJitter", (0.4, 0.4, 0.4, 0.1), {})],
-    # three calls: a second resize, a constant pad after a crop; photometric ones between
-    "several calls": [
+        ("ColorJitter", (0.4, 0.4, 0.4, 0.1), {})]),
+    # a call a run of geometric transforms, and another for the constant pad after the crop
+    "several calls": (3, [
         ("Resize", (18,), {}), ("RandomVerticalFlip", (), {}),
         ("ColorJitter", (0.4,), {}), ("RandomResizedCrop", (12,), {"scale": (0.3, 1.0)}),
         ("RandomHorizontalFlip", (), {}), ("CenterCrop", (15,), {}),
-        ("Pad", (2,), {"fill": 1}), ("RandomCrop", (16,), {})],
+        ("Pad", (2,), {"fill": 1}), ("RandomCrop", (16,), {})]),
 }
 
 
@@ -186,17 +187,22 @@ def test_transform_targets(name):
 
 
 @pytest.mark.parametrize("name", list(COMPOSES))
-def test_compose_targets(name):
+def test_compose_targets(name, monkeypatch):
     """A Compose's targets follow every geometric transform's draw in order, through each call
     of the op it makes; its photometric transforms leave them alone."""
-    cases = COMPOSES[name]
+    calls, cases = COMPOSES[name]
     compose = T.Compose([made(T, case) for case in cases])
     images = tv_tensors.Image(make_images([COUNT, 3, *SIZE], torch.uint8, seed=11))
     targets = [make_targets(seed=7 * i + 1) for i in range(COUNT)]
     params = compose.sample_params(images)
     out = compose({"images": images, "targets": targets}, params)
     assert isinstance(out["images"], tv_tensors.Image)
+    made_calls = []
+    augment = torch.ops.gpuaug.augment
+    monkeypatch.setattr(torch.ops.gpuaug, "augment",
+                        lambda *args, **kwargs: made_calls.append(1) or augment(*args, **kwargs))
     assert torch.equal(out["images"], compose(images.as_subclass(torch.Tensor), params))
+    assert len(made_calls) == calls
     picked = [None if case[0] == "ColorJitter" else
               {k.split(".", 1)[1]: v for k, v in params.items() if k.startswith(f"{j}.")}
               for j, case in enumerate(cases)]
