@@ -17,7 +17,8 @@ if F is not None:
 
     FORMATS = [f for f in tv_tensors.BoundingBoxFormat
                if not tv_tensors.is_rotated_bounding_format(f)]
-    # torchvision's clamping of rotated boxes is slow on the CPU: a test of their own
+    # torchvision's clamping of rotated boxes is slow on the CPU: a test of their own, on one
+    # thread
     ROTATED = [f for f in tv_tensors.BoundingBoxFormat if tv_tensors.is_rotated_bounding_format(f)]
 
 SIZE = (20, 24)
@@ -268,7 +269,17 @@ def test_list_of_images_of_different_sizes():
     check_batch(cases, picked, targets, out_targets)
 
 
-def test_rotated_boxes():
+@pytest.fixture
+def one_thread():
+    # torchvision's clamping of rotated boxes makes hundreds of reductions of a few elements,
+    # each waking every CPU thread
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_rotated_boxes(one_thread):
     """Rotated boxes, clamped and turned as torchvision's functions do."""
     cases = [("RandomResizedCrop", ([12, 14],), {}), ("RandomHorizontalFlip", (), {}),
              ("Pad", ([1, 2],), {})]
