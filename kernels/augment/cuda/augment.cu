@@ -1,10 +1,11 @@
 // gpuaug::augment on the GPU. Each block takes a tile of one sample's output (a band of rows, up
 // to kTileWidth columns): it decodes its sample's program into shared memory (photometric.cu's
 // block helpers), tabulates the resize taps of its tile's rows and columns there and, where they
-// read few image rows, resizes those horizontally there too; then each thread takes runs of a
-// row's output pixels in turn: their source pixels through the geometric front
-// (kernels/augment/pixel.h's arithmetic, from those tables), the program, then the conversion
-// and vector stores. With a reduction stage a first pass writes each block's
+// read few image rows, resizes those horizontally there too. Its threads then take the tile's
+// pixels one at a time through the geometric front (kernels/augment/pixel.h's arithmetic, from
+// those tables) into shared memory, and last take runs of a row's pixels from there through the
+// program, the conversion and vector stores: the two phases apart, each with the registers it
+// needs, so that several blocks share an SM. With a reduction stage a first pass writes each block's
 // statistics of its pixels at that step, which the second combines per sample in a fixed order.
 // The images travel as a table in the kernels' parameters (up to kTableSources per launch; a list
 // of more takes a launch per that many): no copy of pointers to the GPU, which a CUDA graph could
@@ -190,8 +191,8 @@ __device__ __forceinline__ void convert_store(void* out, const OutputLayout& lay
 // (staged_rows), the block then resizes those rows horizontally into shared memory (each read
 // once, not once for every output row that reads it) and each pixel sums its vertical taps from
 // there; else each pixel reads its taps from the image. Both sum as geometric_pixel does, in its
-// order (the same values).
-constexpr int kTileWidth = 128;  // a multiple of kRun: runs start at the tile's columns
+// order (the same values). The front's values wait in shared memory (FrontTile) for the program.
+constexpr int kTileWidth = 64;  // a multiple of kRun: runs start at the tile's columns
 constexpr int kTileRows = 16;
 constexpr int kTableTaps = 6;  // an axis of more (downscales by more than 2.5): computed again
 constexpr int kOutside = -1;   // an axis count: the output lies outside the resized image (fill)
@@ -214,6 +215,19 @@ struct Tables {
 template <int C, typename P>
 struct Staged {
   P v[staged_rows<P> + 1][C][kTileWidth];  // rows first_row..., then the fill's
+};
+
+// The front's values of a tile's pixels, as the image dtype holds them (exactly: held_as), for
+// the program's phase to read in runs. Columns past the tile's, up to a whole run, hold zeros.
+template <int C, typename T>
+struct FrontTile {
+  alignas(16) T v[C][kTileRows][kTileWidth];
+};
+
+// kRun values of T read at once from a FrontTile (its rows and runs start aligned to this).
+template <typename T>
+struct alignas(sizeof(T) * kRun < 16 ? sizeof(T) * kRun : 16) FrontRun {
+  T v[kRun];
 };
 
 struct Tile {
@@ -283,29 +297,33 @@ __device__ __forceinline__ int image_rows(const Tables& t) {
   return t.last_row >= t.first_row ? t.last_row - t.first_row + 1 : 0;
 }
 
-// Whether the block stages its image rows (uniform across the block, after tabulate's barrier).
-template <typename P>
-__device__ __forceinline__ bool stages(const Tables& t) {
-  return !t.untabled && image_rows(t) <= staged_rows<P>;
-}
-
 // Image row `row` (or, at -1, the fill's) resized horizontally at tile column j: each tap's value
-// times its weight, summed in order.
+// times its weight, summed in order. The taps are unrolled so that a thread's loads are in flight
+// together rather than one after another.
 template <int C, typename T, typename P>
 __device__ __forceinline__ void row_sum(const Tables& t, const T* image, const Source& src,
                                         const P (&fill)[3], int32_t row, int j, P (&sum)[C]) {
   const T* image_row = image + int64_t{row} * src.row_stride;
+  const int count = t.column_count[j];
+  P value[kTableTaps][C];
   GPUAUG_UNROLL
-  for (int c = 0; c < C; ++c) sum[c] = P(0);
-  for (int tx = 0; tx < t.column_count[j]; ++tx) {
-    const int32_t column_offset = t.column_offset[tx][j];
-    const P wx = t.column_weight[tx][j];
+  for (int tx = 0; tx < kTableTaps; ++tx) {
+    const int32_t column_offset = tx < count ? t.column_offset[tx][j] : -1;
     GPUAUG_UNROLL
     for (int c = 0; c < C; ++c) {
-      const P value = row < 0 || column_offset < 0
-                          ? fill[c]
-                          : photo::load<P>(image_row[c * src.channel_stride + column_offset]);
-      sum[c] += value * wx;
+      value[tx][c] = row < 0 || column_offset < 0
+                         ? fill[c]
+                         : photo::load<P>(image_row[c * src.channel_stride + column_offset]);
+    }
+  }
+  GPUAUG_UNROLL
+  for (int c = 0; c < C; ++c) sum[c] = P(0);
+  GPUAUG_UNROLL
+  for (int tx = 0; tx < kTableTaps; ++tx) {
+    if (tx < count) {
+      const P wx = t.column_weight[tx][j];
+      GPUAUG_UNROLL
+      for (int c = 0; c < C; ++c) sum[c] += value[tx][c] * wx;
     }
   }
 }
@@ -325,31 +343,18 @@ __device__ __forceinline__ void stage(Staged<C, P>& staged, const Tables& t, int
   }
 }
 
-// geometric_pixel, out of line: its code once a kernel rather than once a pixel of a run.
-template <int C, typename T, typename P>
-__device__ __noinline__ void untabled_pixel(const T* image, const Source& src,
-                                            const SampleGeometry& g, const Settings& s,
-                                            const P (&fill)[3], int64_t y, int64_t x, P (&v)[3]) {
-  geometric_pixel<C, T, P>(image, src, g, s, fill, row_taps(src, g, s, y), x, v);
-}
-
-// Output pixel (y, x), the tile's row i and column j, through the geometric front: from the
-// staged rows where the block staged them, else from the tables and the image, else (an axis of
-// more taps than the tables hold) as geometric_pixel computes it.
+// Output pixel (tile row i, column j) through the geometric front, from the tables: from the
+// staged rows where the block staged them, else from the image. The same sums, in the same
+// order, as geometric_pixel.
 template <int C, typename T, typename P>
 __device__ __forceinline__ void front_pixel(const Tables& t, const Staged<C, P>& staged,
                                             bool is_staged, const T* image, const Source& src,
-                                            const SampleGeometry& g, const Settings& s,
-                                            const P (&fill)[3], int i, int j, int64_t y,
-                                            int64_t x, P (&v)[3]) {
+                                            const Settings& s, const P (&fill)[3], int i, int j,
+                                            P (&v)[3]) {
   const int rows = t.row_count[i], columns = t.column_count[j];
   if (rows == kOutside || columns == kOutside) {
     GPUAUG_UNROLL
     for (int c = 0; c < C; ++c) v[c] = fill[c];
-    return;
-  }
-  if (rows > kTableTaps || columns > kTableTaps) {
-    untabled_pixel<C, T, P>(image, src, g, s, fill, y, x, v);
     return;
   }
   P acc[C];
@@ -373,12 +378,164 @@ __device__ __forceinline__ void front_pixel(const Tables& t, const Staged<C, P>&
   for (int c = 0; c < C; ++c) v[c] = held_as<T, P>(acc[c]);
 }
 
-// Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
-// V: a run's pixels through the program together (kRun) or one by one (1), see kRun.
-// JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the others' code left
-// out of the loop.
+// Calls pixel(i, j, v) for each pixel of the tile, a pixel a thread at a time, and keeps its
+// value in `front` (zeros past the tile's columns, to the end of their run).
+template <int C, typename T, typename P, typename Pixel>
+__device__ __forceinline__ void fill_front(FrontTile<C, T>& front, const Tile& tile,
+                                           const Pixel& pixel) {
+  const int columns = static_cast<int>(tile.x1 - tile.x0);
+  const int padded = (columns + kRun - 1) / kRun * kRun;
+  const int pixels = static_cast<int>(tile.y1 - tile.y0) * padded;
+  for (int k = threadIdx.x; k < pixels; k += kThreads) {
+    const int i = k / padded, j = k % padded;
+    P v[3] = {P(0), P(0), P(0)};
+    if (j < columns) pixel(i, j, v);
+    GPUAUG_UNROLL
+    for (int c = 0; c < C; ++c) front.v[c][i][j] = static_cast<T>(v[c]);
+  }
+}
+
+// The front of a tile one of whose axes has more taps than the tables hold (a downscale by more
+// than 2.5): each pixel as geometric_pixel computes it, out of line.
+template <int C, typename T, typename P>
+__device__ __noinline__ void untabled_front(FrontTile<C, T>& front, const Tile& tile,
+                                            const T* image, const Source& src,
+                                            const SampleGeometry& g, const Settings& s,
+                                            const Fill<P>& fill) {
+  fill_front<C, T, P>(front, tile, [&](int i, int j, P (&v)[3]) {
+    geometric_pixel<C, T, P>(image, src, g, s, fill.v, row_taps(src, g, s, tile.y0 + i),
+                             tile.x0 + j, v);
+  });
+}
+
+// The pixels of tile row i from column j0 (V of them) as the program takes them.
+template <int C, typename T, int V, typename P>
+__device__ __forceinline__ void front_run(const FrontTile<C, T>& front, int i, int j0,
+                                          P (&x)[V][3]) {
+  GPUAUG_UNROLL
+  for (int c = 0; c < 3; ++c) {
+    if (c >= C) {
+      GPUAUG_UNROLL
+      for (int k = 0; k < V; ++k) x[k][c] = P(0);
+      continue;
+    }
+    if constexpr (V == kRun) {
+      const FrontRun<T> run = *reinterpret_cast<const FrontRun<T>*>(&front.v[c][i][j0]);
+      GPUAUG_UNROLL
+      for (int k = 0; k < V; ++k) x[k][c] = photo::load<P>(run.v[k]);
+    } else {
+      GPUAUG_UNROLL
+      for (int k = 0; k < V; ++k) x[k][c] = photo::load<P>(front.v[c][i][j0 + k]);
+    }
+  }
+}
+
+// What a block's program phase needs beside its tile's front: its sample's program and
+// statistics, and where its statistics (the reduction pass) or its pixels (the element-wise
+// pass) go.
+template <typename P>
+struct TilePass {
+  Tile tile;
+  int64_t sample;
+  int reduction;
+  double* block_partials;
+  void* out;
+  OutputLayout layout;
+  Output<P> o;
+};
+
+// The program's phase over the tile's front, a run of up to kRun pixels of a row a thread at a
+// time. Stats: the pixels to the program's reduction step, into the block's statistics; else
+// through the program, converted and stored. V: a run's pixels through the program together
+// (kRun) or one by one (1), see kRun.
 template <int C, typename T, int V, typename P, bool Stats, bool JitterKinds>
-__global__ void __launch_bounds__(kThreads)
+__device__ __forceinline__ void program_phase(const TilePass<P>& a, const FrontTile<C, T>& front,
+                                              const SampleProgram<P>& prog,
+                                              const Reduced<P>& reduced) {
+  const Tile& tile = a.tile;
+  const int columns = static_cast<int>(tile.x1 - tile.x0);
+  const int runs_per_row = (columns + kRun - 1) / kRun;
+  const int runs = runs_per_row * static_cast<int>(tile.y1 - tile.y0);
+  // Run r's row and first column in the tile, and its pixels (a row's last run may be shorter).
+  const auto run_of = [&](int r, int& i, int& j0) {
+    i = r / runs_per_row;
+    j0 = (r % runs_per_row) * kRun;
+    return ::min(kRun, columns - j0);
+  };
+  if constexpr (Stats) {
+    const int kind = a.reduction;
+    double stats[kStats];
+    GPUAUG_UNROLL
+    for (int k = 0; k < kStats; ++k) stats[k] = initial_stat(kind, k);
+    if (prog.reduce_at >= 0) {
+      const Reduced<P> none{};
+      for (int r = threadIdx.x; r < runs; r += kThreads) {
+        int i, j0;
+        const int n = run_of(r, i, j0);
+        P grays = 0;  // contrast: the run's grays summed first, one double addition a run
+        const auto add = [&](const P (&x)[3]) {
+          if (kind == kContrast) {
+            grays += contrast_gray<C, T>(x);
+          } else {
+            add_pixel_stats<C, T>(kind, x, stats);
+          }
+        };
+        if constexpr (V == kRun) {
+          P x[kRun][3];
+          front_run<C, T, kRun>(front, i, j0, x);
+          run_steps<C, T, JitterKinds>(prog, 0, prog.reduce_at, x, none);
+          GPUAUG_UNROLL
+          for (int k = 0; k < kRun; ++k) {
+            if (k < n) add(x[k]);
+          }
+        } else {
+#pragma unroll 1
+          for (int k = 0; k < n; ++k) {
+            P x[1][3];
+            front_run<C, T, 1>(front, i, j0 + k, x);
+            run_steps<C, T, JitterKinds>(prog, 0, prog.reduce_at, x, none);
+            add(x[0]);
+          }
+        }
+        if (kind == kContrast) stats[0] += grays;
+      }
+    }
+    block::block_stats(kind, stats, a.block_partials);
+  } else {
+    for (int r = threadIdx.x; r < runs; r += kThreads) {
+      int i, j0;
+      const int n = run_of(r, i, j0);
+      if constexpr (V == kRun) {  // the run's pixels through the program together
+        P x[kRun][3];
+        front_run<C, T, kRun>(front, i, j0, x);
+        run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
+        convert_store<C, T>(a.out, a.layout, a.o, a.sample, tile.y0 + i, tile.x0 + j0, n, x);
+      } else {  // one by one
+#pragma unroll 1
+        for (int k = 0; k < n; ++k) {
+          P x[1][3];
+          front_run<C, T, 1>(front, i, j0 + k, x);
+          run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
+          convert_store<C, T>(a.out, a.layout, a.o, a.sample, tile.y0 + i, tile.x0 + j0 + k, 1,
+                              x);
+        }
+      }
+    }
+  }
+}
+
+// Resident blocks per SM the kernels ask the compiler for (64 registers): the program's phase
+// is photometric.cu's element-wise arithmetic, whose latency needs as many warps.
+#ifndef GPUAUG_AUG_BLOCKS
+#define GPUAUG_AUG_BLOCKS 4
+#endif
+constexpr int kBlocksPerSM = GPUAUG_AUG_BLOCKS;
+
+// Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
+// V: see kRun. JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the
+// others' code left out of the loop.
+template <int C, typename T, int V, typename P, bool Stats, bool JitterKinds>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     augment_kernel(const __grid_constant__ SourceTable table, const int64_t* geometry,
                    Settings settings, Fill<P> fill, Launch launch, Program program, Rows<P> rows,
                    double* partials, void* out, OutputLayout layout, Output<P> o) {
@@ -386,6 +543,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ Reduced<P> reduced;
   __shared__ Tables tables;
   __shared__ Staged<C, P> staged;
+  __shared__ FrontTile<C, T> front;
   const int64_t s = launch.first_sample + blockIdx.x / launch.blocks_per_sample;
   const Tile tile = tile_of(launch, settings, blockIdx.x % launch.blocks_per_sample);
   block::Geometry g{};
@@ -404,78 +562,25 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   tabulate(tables, tile, src, sg, settings);
   __syncthreads();
-  const bool is_staged = stages<P>(tables);
-  if (is_staged) {
-    stage<C, T, P>(staged, tables, static_cast<int>(tile.x1 - tile.x0), image, src, fill.v);
-    __syncthreads();
-  }
-  const int runs_per_row = static_cast<int>(ceil_div(tile.x1 - tile.x0, int64_t{kRun}));
-  const int runs = runs_per_row * static_cast<int>(tile.y1 - tile.y0);
-  // Run r's row and first column in the tile, and its pixels (a row's last run may be shorter).
-  const auto run_of = [&](int r, int& i, int& j0) {
-    i = r / runs_per_row;
-    j0 = (r % runs_per_row) * kRun;
-    return ::min(kRun, static_cast<int>(tile.x1 - tile.x0) - j0);
-  };
-  const auto pixel = [&](int i, int j, P (&x)[3]) {
-    front_pixel<C, T, P>(tables, staged, is_staged, image, src, sg, settings, fill.v, i, j,
-                         tile.y0 + i, tile.x0 + j, x);
-  };
-  // The run's pixels (V of them from j0; beyond the run's n, zeros).
-  const auto run_pixels = [&](int i, int j0, int n, P (&x)[V][3]) {
-    GPUAUG_UNROLL
-    for (int k = 0; k < V; ++k) {
-      x[k][0] = x[k][1] = x[k][2] = P(0);
-      if (k < n) pixel(i, j0 + k, x[k]);
-    }
-  };
-  if constexpr (Stats) {
-    const int kind = program.reduction;
-    double stats[kStats];
-    GPUAUG_UNROLL
-    for (int k = 0; k < kStats; ++k) stats[k] = initial_stat(kind, k);
-    if (prog.reduce_at >= 0) {
-      const Reduced<P> none{};
-      for (int r = threadIdx.x; r < runs; r += kThreads) {
-        int i, j0;
-        const int n = run_of(r, i, j0);
-        P grays = 0;  // contrast: the run's grays summed first, one double addition a run
-#pragma unroll 1
-        for (int k = 0; k < n; ++k) {
-          P x[1][3];
-          pixel(i, j0 + k, x[0]);
-          run_steps<C, T, JitterKinds>(prog, 0, prog.reduce_at, x, none);
-          if (kind == kContrast) {
-            grays += contrast_gray<C, T>(x[0]);
-          } else {
-            add_pixel_stats<C, T>(kind, x[0], stats);
-          }
-        }
-        if (kind == kContrast) stats[0] += grays;
-      }
-    }
-    block::block_stats(kind, stats, partials + blockIdx.x * kStats +
-                                        launch.first_sample * launch.blocks_per_sample * kStats);
+  if (tables.untabled) {
+    untabled_front<C, T, P>(front, tile, image, src, sg, settings, fill);
   } else {
-    for (int r = threadIdx.x; r < runs; r += kThreads) {
-      int i, j0;
-      const int n = run_of(r, i, j0);
-      if constexpr (V == kRun) {  // the run's pixels through the program together
-        P x[kRun][3];
-        run_pixels(i, j0, n, x);
-        run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
-        convert_store<C, T>(out, layout, o, s, tile.y0 + i, tile.x0 + j0, n, x);
-      } else {  // one by one
-#pragma unroll 1
-        for (int k = 0; k < n; ++k) {
-          P x[1][3];
-          pixel(i, j0 + k, x[0]);
-          run_steps<C, T, JitterKinds>(prog, 0, prog.count, x, reduced);
-          convert_store<C, T>(out, layout, o, s, tile.y0 + i, tile.x0 + j0 + k, 1, x);
-        }
-      }
+    const bool is_staged = image_rows(tables) <= staged_rows<P>;
+    if (is_staged) {
+      stage<C, T, P>(staged, tables, static_cast<int>(tile.x1 - tile.x0), image, src, fill.v);
+      __syncthreads();
     }
+    fill_front<C, T, P>(front, tile, [&](int i, int j, P (&v)[3]) {
+      front_pixel<C, T, P>(tables, staged, is_staged, image, src, settings, fill.v, i, j, v);
+    });
   }
+  __syncthreads();
+  const TilePass<P> pass{
+      tile, s, program.reduction,
+      Stats ? partials + (launch.first_sample * launch.blocks_per_sample + blockIdx.x) * kStats
+            : nullptr,
+      out, layout, o};
+  program_phase<C, T, V, P, Stats, JitterKinds>(pass, front, prog, reduced);
 }
 
 template <typename T, typename G>
@@ -569,8 +674,7 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
     fill_values<T>(settings, fill.v);
     void* dst = out.mutable_data_ptr();
     const int64_t* geo = geometry.const_data_ptr<int64_t>();
-    // the statistics' pass (where the program reduces) a pixel at a time, then the element-wise
-    // pass
+    // the statistics' pass (where the program reduces), then the element-wise pass
     const auto run = [&](auto channels, auto jitter, auto run_length) {
       constexpr int C = decltype(channels)::value;
       constexpr bool J = decltype(jitter)::value;
@@ -579,7 +683,7 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
         for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
           const Launch launch{first, per_sample, shape.tile_rows, shape.tile_columns,
                               shape.column_chunks};
-          augment_kernel<C, T, 1, P, true, J><<<count * per_sample, kThreads, 0, stream>>>(
+          augment_kernel<C, T, V, P, true, J><<<count * per_sample, kThreads, 0, stream>>>(
               table, geo, settings, fill, launch, program, rows, sums, nullptr, layout, o);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
