@@ -14,6 +14,7 @@
 
 #include "gpuaug/ops.h"
 #include "kernels/augment/augment.h"
+#include "kernels/augment/warp.h"
 #include "ops/checks.h"
 #include "ops/photometric.h"
 
@@ -28,12 +29,13 @@ TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
       "bool antialias=True, int padding_mode=0, float[]? fill=None, int[] stages=[], "
       "Tensor? factors=None, Tensor? order=None, Tensor? apply=None, ScalarType? dtype=None, "
       "float[]? mean=None, float[]? std=None, float[]? factor_ranges=None, "
-      "MemoryFormat? memory_format=None) -> Tensor");
+      "MemoryFormat? memory_format=None, Tensor? warp=None) -> Tensor");
   // Each image's gradient from the output's (floating images; the output of their dtype).
   m.def(
       "_augment_backward(Tensor grad, Tensor[] images, Tensor geometry, *, int interpolation, "
       "bool antialias, int padding_mode, float[]? fill, int[] stages, Tensor? factors, "
-      "Tensor? order, Tensor? apply, float[]? std, float[]? factor_ranges) -> Tensor[]");
+      "Tensor? order, Tensor? apply, float[]? std, float[]? factor_ranges, Tensor? warp=None) "
+      "-> Tensor[]");
 }
 
 at::Tensor augment(at::TensorList images, const at::Tensor& geometry, c10::SymIntArrayRef size,
@@ -44,7 +46,8 @@ at::Tensor augment(at::TensorList images, const at::Tensor& geometry, c10::SymIn
                    std::optional<at::ScalarType> dtype, std::optional<c10::ArrayRef<double>> mean,
                    std::optional<c10::ArrayRef<double>> stddev,
                    std::optional<c10::ArrayRef<double>> factor_ranges,
-                   std::optional<at::MemoryFormat> memory_format) {
+                   std::optional<at::MemoryFormat> memory_format,
+                   const std::optional<at::Tensor>& warp) {
   static const auto op =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("gpuaug::augment", "")
@@ -55,9 +58,9 @@ at::Tensor augment(at::TensorList images, const at::Tensor& geometry, c10::SymIn
                             std::optional<c10::ArrayRef<double>>,
                             std::optional<c10::ArrayRef<double>>,
                             std::optional<c10::ArrayRef<double>>,
-                            std::optional<at::MemoryFormat>)>();
+                            std::optional<at::MemoryFormat>, const std::optional<at::Tensor>&)>();
   return op.call(images, geometry, size, interpolation, antialias, padding_mode, fill, stages,
-                 factors, order, apply, dtype, mean, stddev, factor_ranges, memory_format);
+                 factors, order, apply, dtype, mean, stddev, factor_ranges, memory_format, warp);
 }
 
 std::vector<at::Tensor> augment_backward(
@@ -66,7 +69,7 @@ std::vector<at::Tensor> augment_backward(
     std::optional<c10::ArrayRef<double>> fill, c10::IntArrayRef stages,
     const std::optional<at::Tensor>& factors, const std::optional<at::Tensor>& order,
     const std::optional<at::Tensor>& apply, std::optional<c10::ArrayRef<double>> stddev,
-    std::optional<c10::ArrayRef<double>> factor_ranges) {
+    std::optional<c10::ArrayRef<double>> factor_ranges, const std::optional<at::Tensor>& warp) {
   static const auto op =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("gpuaug::_augment_backward", "")
@@ -75,9 +78,9 @@ std::vector<at::Tensor> augment_backward(
               std::optional<c10::ArrayRef<double>>, c10::IntArrayRef,
               const std::optional<at::Tensor>&, const std::optional<at::Tensor>&,
               const std::optional<at::Tensor>&, std::optional<c10::ArrayRef<double>>,
-              std::optional<c10::ArrayRef<double>>)>();
+              std::optional<c10::ArrayRef<double>>, const std::optional<at::Tensor>&)>();
   return op.call(grad, images, geometry, interpolation, antialias, padding_mode, fill, stages,
-                 factors, order, apply, stddev, factor_ranges);
+                 factors, order, apply, stddev, factor_ranges, warp);
 }
 
 namespace {
@@ -152,6 +155,49 @@ void check_settings(const char* op, int64_t interpolation, int64_t padding_mode,
               "), but got ", std::to_string(fill ? fill->size() : 0), " values");
 }
 
+// The warp rows: [S, 9] float64 on the images' device, with nearest or bilinear sampling.
+void check_warp(const char* op, const std::optional<at::Tensor>& warp, const c10::SymInt& samples,
+                const at::Tensor& first, int64_t interpolation) {
+  if (!warp.has_value()) return;
+  check_defined(op, "warp", *warp);
+  TORCH_CHECK(warp->scalar_type() == at::kDouble, op,
+              ": expected 'warp' of dtype float64, but got ", warp->scalar_type());
+  TORCH_CHECK(warp->dim() == 2 && warp->sym_size(0) == samples &&
+                  warp->sym_size(1) == kWarpColumns,
+              op, ": expected 'warp' of shape [", size_str(samples), ", ",
+              std::to_string(kWarpColumns), "] (8 coefficients and the kind a sample), but got ",
+              shape_str(warp->sym_sizes()));
+  TORCH_CHECK(warp->device() == first.device(), op, ": expected 'warp' on ", first.device(),
+              " like the images, but got ", warp->device());
+  TORCH_CHECK(interpolation == kNearest || interpolation == kBilinear, op,
+              ": expected 'interpolation' 0 (nearest) or 1 (bilinear) with 'warp' (torchvision's "
+              "affine, rotate and perspective take no other), but got ",
+              std::to_string(interpolation));
+}
+
+// Where the warp is on the CPU, its kinds, and no resize with it: torchvision's warp and resize
+// are two interpolations, two calls (on the GPU a warped sample's resized size is not read).
+void check_warp_values(const char* op, const std::optional<at::Tensor>& warp,
+                       const at::Tensor& geometry) {
+  if (!warp.has_value() || !warp->device().is_cpu() || warp->numel() == 0) return;
+  const at::Tensor rows = warp->contiguous();
+  const at::Tensor geo = geometry.contiguous();
+  const double* w = rows.const_data_ptr<double>();
+  const int64_t* g = geo.const_data_ptr<int64_t>();
+  for (int64_t s = 0; s < rows.size(0); ++s, w += kWarpColumns, g += kColumns) {
+    const double kind = w[8];
+    const auto is = [&](WarpKind k) { return kind == static_cast<double>(k); };
+    TORCH_CHECK(is(kNoWarp) || is(kAffine) || is(kPerspective), op,
+                ": expected sample ", std::to_string(s), "'s warp kind (column 8 of 'warp') 0 "
+                "(none), 1 (affine) or 2 (perspective), but got ", std::to_string(kind));
+    TORCH_CHECK(g[kResizedHeight] == g[kHeight] && g[kResizedWidth] == g[kWidth], op,
+                ": expected no resize with 'warp' (a warp and a resize are two interpolations: "
+                "two calls), but sample ", std::to_string(s), "'s window ",
+                std::to_string(g[kHeight]), "x", std::to_string(g[kWidth]), " is resized to ",
+                std::to_string(g[kResizedHeight]), "x", std::to_string(g[kResizedWidth]));
+  }
+}
+
 // Where the geometry is on the CPU, its values (on the GPU the kernels fill the samples of a
 // window or a resize of no pixels).
 void check_geometry_values(const char* op, const at::Tensor& geometry) {
@@ -217,10 +263,12 @@ at::Tensor augment_meta(at::TensorList images, const at::Tensor& geometry, c10::
                         std::optional<c10::ArrayRef<double>> mean,
                         std::optional<c10::ArrayRef<double>> stddev,
                         std::optional<c10::ArrayRef<double>> factor_ranges,
-                        std::optional<at::MemoryFormat> memory_format) {
+                        std::optional<at::MemoryFormat> memory_format,
+                        const std::optional<at::Tensor>& warp) {
   const c10::SymInt samples = check_images(kOp, images);
   const at::Tensor& first = images[0];
   check_geometry(kOp, geometry, samples, first);
+  check_warp(kOp, warp, samples, first, interpolation);
   TORCH_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0, kOp,
               ": expected 'size' of two positive values [H, W], but got ", shape_str(size));
   check_settings(kOp, interpolation, padding_mode, fill, first.sym_size(-3));
@@ -242,7 +290,7 @@ std::vector<at::Tensor> augment_backward_meta(
     std::optional<c10::ArrayRef<double>> fill, c10::IntArrayRef stages,
     const std::optional<at::Tensor>& factors, const std::optional<at::Tensor>& order,
     const std::optional<at::Tensor>& apply, std::optional<c10::ArrayRef<double>> stddev,
-    std::optional<c10::ArrayRef<double>> factor_ranges) {
+    std::optional<c10::ArrayRef<double>> factor_ranges, const std::optional<at::Tensor>& warp) {
   check_defined(kBackward, "grad", grad);
   const c10::SymInt samples = check_images(kBackward, images);
   const at::Tensor& first = images[0];
@@ -256,6 +304,7 @@ std::vector<at::Tensor> augment_backward_meta(
               first.device(), " (the output's), but got ", shape_str(grad.sym_sizes()), ", ",
               grad.scalar_type(), " on ", grad.device());
   check_geometry(kBackward, geometry, samples, first);
+  check_warp(kBackward, warp, samples, first, interpolation);
   check_settings(kBackward, interpolation, padding_mode, fill, first.sym_size(-3));
   const at::Tensor like = image_like(first, samples, grad.sym_sizes().slice(2));
   const photo::Program program =
@@ -293,11 +342,13 @@ std::vector<Source> sources_of(at::TensorList images) {
   return sources;
 }
 
+// `warp`: the contiguous warp rows (defined where the call has a warp).
 Settings settings_of(int64_t interpolation, bool antialias, int64_t padding_mode,
                      std::optional<c10::ArrayRef<double>> fill, int64_t out_height,
-                     int64_t out_width) {
+                     int64_t out_width, const at::Tensor& warp) {
   Settings s{static_cast<int>(interpolation), antialias, static_cast<int>(padding_mode),
-             {0.0, 0.0, 0.0}, out_height, out_width, false};
+             {0.0, 0.0, 0.0}, out_height, out_width, false,
+             warp.defined() ? warp.const_data_ptr<double>() : nullptr, fill.has_value()};
   for (int c = 0; fill.has_value() && c < 3; ++c) {
     s.fill[c] = (*fill)[fill->size() == 1 ? 0 : std::min<size_t>(c, fill->size() - 1)];
   }
@@ -314,21 +365,25 @@ at::Tensor augment_kernel(at::TensorList images, const at::Tensor& geometry,
                           std::optional<c10::ArrayRef<double>> mean,
                           std::optional<c10::ArrayRef<double>> stddev,
                           std::optional<c10::ArrayRef<double>> factor_ranges,
-                          std::optional<at::MemoryFormat> memory_format) {
+                          std::optional<at::MemoryFormat> memory_format,
+                          const std::optional<at::Tensor>& warp) {
   at::Tensor out = augment_meta(images, geometry, size, interpolation, antialias, padding_mode,
                                 fill, stages, factors, order, apply, dtype, mean, stddev,
-                                factor_ranges, memory_format);
+                                factor_ranges, memory_format, warp);
   const at::Tensor& first = images[0];
   const at::Tensor all_factors = factors_or_none(kOp, stages, factors, first);
   const photo::Program program = check_program(
       kOp, out, stages, all_factors, order, apply, out.scalar_type(), mean, stddev, factor_ranges);
   check_program_values(kOp, program, first, all_factors, order);
   check_geometry_values(kOp, geometry);
+  check_warp_values(kOp, warp, geometry);
   if (out.numel() == 0) return out;
+  const at::Tensor warp_rows = warp.has_value() ? warp->contiguous() : at::Tensor();
   const auto compute = first.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   augment_loops.on(kOp, first.device().type())(
       out, sources_of(images), first.scalar_type(), geometry.contiguous(),
-      settings_of(interpolation, antialias, padding_mode, fill, out.size(2), out.size(3)),
+      settings_of(interpolation, antialias, padding_mode, fill, out.size(2), out.size(3),
+                  warp_rows),
       program, per_sample_rows(all_factors, compute), order_rows(order), apply_rows(apply),
       mean, stddev);
   return out;
@@ -340,18 +395,19 @@ std::vector<at::Tensor> augment_backward_kernel(
     std::optional<c10::ArrayRef<double>> fill, c10::IntArrayRef stages,
     const std::optional<at::Tensor>& factors, const std::optional<at::Tensor>& order,
     const std::optional<at::Tensor>& apply, std::optional<c10::ArrayRef<double>> stddev,
-    std::optional<c10::ArrayRef<double>> factor_ranges) {
+    std::optional<c10::ArrayRef<double>> factor_ranges, const std::optional<at::Tensor>& warp) {
   std::vector<at::Tensor> grads =
       augment_backward_meta(grad, images, geometry, interpolation, antialias, padding_mode, fill,
-                            stages, factors, order, apply, stddev, factor_ranges);
+                            stages, factors, order, apply, stddev, factor_ranges, warp);
   check_geometry_values(kBackward, geometry);
+  check_warp_values(kBackward, warp, geometry);
   // the program's gradient at the geometric front's output, which the program needs as input
   at::Tensor front_grad = grad;
   if (!stages.empty() || stddev.has_value()) {
     const at::Tensor front =
         augment(images, geometry, grad.sym_sizes().slice(2), interpolation, antialias,
                 padding_mode, fill, {}, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                std::nullopt, std::nullopt, std::nullopt, grad.suggest_memory_format());
+                std::nullopt, std::nullopt, std::nullopt, grad.suggest_memory_format(), warp);
     front_grad = photometric_backward(grad, front, stages,
                                       factors_or_none(kBackward, stages, factors, images[0]),
                                       order, apply, stddev, factor_ranges);
@@ -367,9 +423,11 @@ std::vector<at::Tensor> augment_backward_kernel(
     sums.push_back(at::zeros(image.sizes(), image.options().dtype(accumulate)));
   }
   std::vector<Source> targets = sources_of(sums);
+  const at::Tensor warp_rows = warp.has_value() ? warp->contiguous() : at::Tensor();
   augment_adjoint_loops.on(kBackward, grad.device().type())(
       front_grad.contiguous(), targets, geometry.contiguous(),
-      settings_of(interpolation, antialias, padding_mode, fill, grad.size(2), grad.size(3)));
+      settings_of(interpolation, antialias, padding_mode, fill, grad.size(2), grad.size(3),
+                  warp_rows));
   for (size_t i = 0; i < grads.size(); ++i) grads[i].copy_(sums[i]);
   return grads;
 }

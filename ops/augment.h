@@ -20,7 +20,8 @@ at::Tensor augment_meta(at::TensorList images, const at::Tensor& geometry, c10::
                         std::optional<c10::ArrayRef<double>> mean,
                         std::optional<c10::ArrayRef<double>> stddev,
                         std::optional<c10::ArrayRef<double>> factor_ranges,
-                        std::optional<at::MemoryFormat> memory_format);
+                        std::optional<at::MemoryFormat> memory_format,
+                        const std::optional<at::Tensor>& warp);
 
 std::vector<at::Tensor> augment_backward_meta(
     const at::Tensor& grad, at::TensorList images, const at::Tensor& geometry,
@@ -28,6 +29,6 @@ std::vector<at::Tensor> augment_backward_meta(
     std::optional<c10::ArrayRef<double>> fill, c10::IntArrayRef stages,
     const std::optional<at::Tensor>& factors, const std::optional<at::Tensor>& order,
     const std::optional<at::Tensor>& apply, std::optional<c10::ArrayRef<double>> stddev,
-    std::optional<c10::ArrayRef<double>> factor_ranges);
+    std::optional<c10::ArrayRef<double>> factor_ranges, const std::optional<at::Tensor>& warp);
 
 }  // namespace gpuaug

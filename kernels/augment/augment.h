@@ -47,6 +47,10 @@ struct Settings {
   // torch's CPU resize of uint8 (bilinear, bicubic): two passes (rows, then columns) through a
   // uint8 image, each tap row's sum rounded.
   bool uint8_passes;
+  // The op's `warp` rows ([S, 9] float64, warp.h), or null; warp_fill: the warp fills through
+  // torchvision's mask with `fill` (the op's fill given), else leaves zeros.
+  const double* warp;
+  bool warp_fill;
 };
 
 struct SampleGeometry {

@@ -39,13 +39,15 @@ class AugmentFunction : public torch::autograd::Function<AugmentFunction> {
                             std::optional<c10::ArrayRef<double>> mean,
                             std::optional<c10::ArrayRef<double>> stddev,
                             std::optional<c10::ArrayRef<double>> factor_ranges,
-                            std::optional<at::MemoryFormat> memory_format) {
+                            std::optional<at::MemoryFormat> memory_format,
+                            const std::optional<at::Tensor>& warp) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     std::vector<at::Tensor> saved(images.begin(), images.end());
     saved.push_back(geometry);
     saved.push_back(factors.value_or(at::Tensor()));
     saved.push_back(order.value_or(at::Tensor()));
     saved.push_back(apply.value_or(at::Tensor()));
+    saved.push_back(warp.value_or(at::Tensor()));
     ctx->save_for_backward(saved);
     ctx->saved_data["images"] = static_cast<int64_t>(images.size());
     ctx->saved_data["interpolation"] = interpolation;
@@ -57,7 +59,7 @@ class AugmentFunction : public torch::autograd::Function<AugmentFunction> {
     if (factor_ranges.has_value()) ctx->saved_data["factor_ranges"] = factor_ranges->vec();
     return gpuaug::augment(images, geometry, size, interpolation, antialias, padding_mode, fill,
                            stages, factors, order, apply, dtype, mean, stddev, factor_ranges,
-                           memory_format);
+                           memory_format, warp);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -70,14 +72,14 @@ class AugmentFunction : public torch::autograd::Function<AugmentFunction> {
     };
     const auto fill = list("fill"), stddev = list("std"), factor_ranges = list("factor_ranges");
     const std::vector<int64_t> stages = ctx->saved_data["stages"].toIntVector();
-    variable_list grads(images.size() + 15);  // one per image, then the other arguments
+    variable_list grads(images.size() + 16);  // one per image, then the other arguments
     if (grad_outputs[0].defined()) {
       const std::vector<at::Tensor> image_grads = augment_backward(
           grad_outputs[0], images, saved[count], ctx->saved_data["interpolation"].toInt(),
           ctx->saved_data["antialias"].toBool(), ctx->saved_data["padding_mode"].toInt(),
           as_ref(fill), stages, saved_optional(saved[count + 1]),
           saved_optional(saved[count + 2]), saved_optional(saved[count + 3]), as_ref(stddev),
-          as_ref(factor_ranges));
+          as_ref(factor_ranges), saved_optional(saved[count + 4]));
       for (size_t i = 0; i < image_grads.size(); ++i) grads[i] = image_grads[i];
     }
     return grads;
@@ -93,10 +95,11 @@ class AugmentBackwardFunction : public torch::autograd::Function<AugmentBackward
                                const std::optional<at::Tensor>& order,
                                const std::optional<at::Tensor>& apply,
                                std::optional<c10::ArrayRef<double>> stddev,
-                               std::optional<c10::ArrayRef<double>> factor_ranges) {
+                               std::optional<c10::ArrayRef<double>> factor_ranges,
+                               const std::optional<at::Tensor>& warp) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return augment_backward(grad, images, geometry, interpolation, antialias, padding_mode, fill,
-                            stages, factors, order, apply, stddev, factor_ranges);
+                            stages, factors, order, apply, stddev, factor_ranges, warp);
   }
 
   static variable_list backward(AutogradContext*, variable_list) {
@@ -121,7 +124,8 @@ at::Tensor augment_autograd(at::TensorList images, const at::Tensor& geometry,
                             std::optional<c10::ArrayRef<double>> mean,
                             std::optional<c10::ArrayRef<double>> stddev,
                             std::optional<c10::ArrayRef<double>> factor_ranges,
-                            std::optional<at::MemoryFormat> memory_format) {
+                            std::optional<at::MemoryFormat> memory_format,
+                            const std::optional<at::Tensor>& warp) {
   for (size_t i = 0; i < images.size(); ++i) {
     check_defined(kOp, ("images[" + std::to_string(i) + "]").c_str(), images[i]);
   }
@@ -134,7 +138,7 @@ at::Tensor augment_autograd(at::TensorList images, const at::Tensor& geometry,
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return gpuaug::augment(images, geometry, size, interpolation, antialias, padding_mode, fill,
                            stages, factors, order, apply, dtype, mean, stddev, factor_ranges,
-                           memory_format);
+                           memory_format, warp);
   }
   for (const int64_t stage : stages) {
     TORCH_CHECK(stage != photo::kAutocontrast && stage != photo::kEqualize, kOp, ": ",
@@ -148,7 +152,7 @@ at::Tensor augment_autograd(at::TensorList images, const at::Tensor& geometry,
               "compute it under torch.no_grad()");
   return AugmentFunction::apply(images, geometry, size, interpolation, antialias, padding_mode,
                                 fill, stages, factors, order, apply, dtype, mean, stddev,
-                                factor_ranges, memory_format);
+                                factor_ranges, memory_format, warp);
 }
 
 std::vector<at::Tensor> augment_backward_autograd(
@@ -157,11 +161,11 @@ std::vector<at::Tensor> augment_backward_autograd(
     std::optional<c10::ArrayRef<double>> fill, c10::IntArrayRef stages,
     const std::optional<at::Tensor>& factors, const std::optional<at::Tensor>& order,
     const std::optional<at::Tensor>& apply, std::optional<c10::ArrayRef<double>> stddev,
-    std::optional<c10::ArrayRef<double>> factor_ranges) {
+    std::optional<c10::ArrayRef<double>> factor_ranges, const std::optional<at::Tensor>& warp) {
   check_defined("gpuaug::_augment_backward", {{"grad", &grad}, {"geometry", &geometry}});
   return AugmentBackwardFunction::apply(grad, images, geometry, interpolation, antialias,
                                         padding_mode, fill, stages, factors, order, apply, stddev,
-                                        factor_ranges);
+                                        factor_ranges, warp);
 }
 
 }  // namespace

@@ -7,7 +7,10 @@ torchvision's result allows it: crops, pads and flips are index maps, composed b
 most one resize. What the call cannot express starts the next call (see ``_Plan``): a second
 resize, an edge, reflect or symmetric pad after a crop, after a pad or after the resize, a
 constant pad after a crop (the pixels it pads are the image's own in the source), a fill other
-than the call's."""
+than the call's. A warp (affine, rotation, perspective: the op's ``warp`` rows) takes the place of
+the call's resize: crops, pads and flips before it move its window, crops and flips after it the
+output window; a resize or a second warp after it, or a warp after a resize, starts the next call
+(torchvision interpolates twice there)."""
 
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -168,7 +171,7 @@ def uniform_size(owner: str, hs: Optional[List[int]], ws: Optional[List[int]]) -
 _FIELDS = ("hs", "ws", "h", "w", "top", "left", "win_h", "win_w", "win_flip", "resized",
            "resized_h", "resized_w", "out_top", "out_left", "out_flip", "interpolation",
            "antialias", "padding_mode", "fill", "fill_used", "cropped", "padded", "owner",
-           "nearest")
+           "nearest", "warp", "warp_mask")
 
 
 class _Plan:
@@ -205,6 +208,8 @@ class _Plan:
         self.padded = False   # the current image reaches outside what it was made of
         self.owner = ""
         self.nearest = False  # masks: nearest, whatever the transforms' interpolation
+        self.warp: Optional[torch.Tensor] = None  # the op's warp rows [S, 9]
+        self.warp_mask = False  # the warp fills through torchvision's mask (its fill given)
 
     def copy(self) -> "_Plan":
         # field by field: torch.compile traces no __dict__ or copy.copy
@@ -298,6 +303,16 @@ class _Plan:
         self.cropped = self.padded = False
         return True
 
+    def warp_by(self, rows: torch.Tensor, interpolation: int,
+                fill: Optional[List[float]]) -> bool:
+        """The current image sampled through each sample's warp (``rows``: the op's [S, 9]
+        float64 rows), nearest or bilinear, filled with ``fill`` through torchvision's mask (None:
+        zeros, no mask): the call's one interpolation, and its fill the call's."""
+        if self.resized or self.warp is not None or not self._use_fill(fill):
+            return False
+        self.warp, self.warp_mask = rows, fill is not None
+        return self.resize(self.h, self.w, self.hs, self.ws, interpolation, True)
+
     def size(self) -> List[int]:
         """The output's size, one for every sample, else a ValueError naming the transform."""
         return uniform_size(self.owner, self.hs, self.ws)
@@ -319,10 +334,11 @@ class _Plan:
             self.images, self.geometry(), size,
             interpolation=0 if self.nearest else self.interpolation,
             antialias=self.antialias, padding_mode=max(self.padding_mode, 0),
-            fill=self.fill if self.fill_used and self.fill != [0.0] else None,
+            fill=(self.fill if self.fill_used and (self.fill != [0.0] or self.warp_mask)
+                  else None),
             stages=call.stages, factors=call.factors if call.stages else None,
             order=call.order, apply=call.apply, dtype=call.dtype, mean=call.mean,
-            std=call.std, factor_ranges=call.factor_ranges)
+            std=call.std, factor_ranges=call.factor_ranges, warp=self.warp)
         return out
 
 

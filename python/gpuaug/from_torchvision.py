@@ -22,6 +22,7 @@ from .random_order import RandomOrder
 from .random_stages import (RandomAutocontrast, RandomEqualize, RandomGrayscale, RandomInvert,
                             RandomPosterize, RandomSolarize)
 from .resize import Pad, Resize
+from .warp import RandomAffine, RandomPerspective, RandomRotation
 
 # torchvision's photometric transforms by class name: gpuaug's of their arguments
 _PHOTOMETRIC = {
@@ -59,6 +60,12 @@ _GEOMETRIC = {
     "CenterCrop": lambda t: CenterCrop(t.size),
     "RandomCrop": _random_crop,
     "Pad": lambda t: Pad(t.padding, t.fill, t.padding_mode),
+    "RandomAffine": lambda t: RandomAffine(t.degrees, t.translate, t.scale, t.shear,
+                                           t.interpolation, t.fill, t.center),
+    "RandomRotation": lambda t: RandomRotation(t.degrees, t.interpolation, t.expand, t.center,
+                                               t.fill),
+    "RandomPerspective": lambda t: RandomPerspective(t.distortion_scale, t.p, t.interpolation,
+                                                     t.fill),
 }
 
 
@@ -78,9 +85,10 @@ def from_torchvision(transform: Any, geometric: bool = True) -> Any:
     gpuaug's in place of torchvision's photometric transforms: ColorJitter, Grayscale, RGB and the
     Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them; and of
     its geometric ones: RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, Resize,
-    CenterCrop, RandomCrop and Pad (not in containers). A run of them in a Compose, with the
+    CenterCrop, RandomCrop, Pad, RandomAffine, RandomRotation (without expand) and
+    RandomPerspective (not in containers). A run of them in a Compose, with the
     ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize among and after them, becomes
-    one gpuaug Compose; the others (affine geometry, say) stay torchvision's, in place, in a Compose of torchvision's class, and so do the containers
+    one gpuaug Compose; the others (RandomRotation with expand, say) stay torchvision's, in place, in a Compose of torchvision's class, and so do the containers
     gpuaug's cannot hold (but for a RandomOrder of up to three transforms past gpuaug's limits,
     a RandomChoice of a Compose per order). The result draws per sample where torchvision draws
     per call, and otherwise computes what torchvision does (see gpuaug.transforms).

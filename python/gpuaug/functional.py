@@ -7,7 +7,7 @@ contrast, saturation, hue, grayscale, invert). Images are ``[C, H, W]``, ``[N, C
 ``[N, T, C, H, W]`` (a video's frames share their sample's value), 1 or 3 channels, uint8 or
 floating. Numbers are checked as torchvision checks them; a tensor's values only on the CPU (a
 check on the GPU would wait for it). The geometric ones (resized_crop, hflip, vflip, resize,
-center_crop, crop, pad) live in ``functional_geometry``."""
+center_crop, crop, pad, affine, rotate, perspective) live in ``functional_geometry``."""
 
 import numbers
 from typing import List, Union
@@ -15,12 +15,13 @@ from typing import List, Union
 import torch
 
 from ._program import _channels, _check_bits, _check_threshold, _samples, _three_channels
-from .functional_geometry import center_crop, crop, hflip, pad, resize, resized_crop, vflip
+from .functional_geometry import (affine, center_crop, crop, hflip, pad, perspective, resize,
+                                  resized_crop, rotate, vflip)
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
            "rgb_to_grayscale", "solarize", "posterize", "invert", "autocontrast", "equalize",
            "permute_channels", "resized_crop", "hflip", "vflip", "resize", "center_crop", "crop",
-           "pad"]
+           "pad", "affine", "rotate", "perspective"]
 
 
 def adjust_brightness(image: torch.Tensor,

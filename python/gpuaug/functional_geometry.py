@@ -1,7 +1,9 @@
 """torchvision.transforms.v2.functional's geometric functions for image batches and lists of
 images of different sizes, each one call of ``gpuaug::augment``: top, left (and resized_crop's
 height and width) a number for every sample, or an integer tensor of one a sample on the images'
-device. The output is one batch: every sample must come out in one size."""
+device (affine, rotate, perspective: their angles, translations, scales, shears and
+coefficients a number for every sample or a real tensor of one a sample). The output is one batch:
+every sample must come out in one size."""
 
 from typing import List, Optional, Sequence, Union
 
@@ -9,10 +11,12 @@ import torch
 
 from ._geometry import (Value, _Plan, as_images, fill_values, interpolation_code, padding_code,
                         parse_padding, parse_size, per_sample)
+from . import warp
 from .crop import center_crop_window
 from .resize import resized_size
 
-__all__ = ["resized_crop", "hflip", "vflip", "resize", "center_crop", "crop", "pad"]
+__all__ = ["resized_crop", "hflip", "vflip", "resize", "center_crop", "crop", "pad", "affine",
+           "rotate", "perspective"]
 
 Images = Union[torch.Tensor, List[torch.Tensor]]
 
@@ -139,3 +143,108 @@ def pad(image: Images, padding: Union[int, Sequence[int]],
     plan.pad([left], [top], [right], [bottom], padding_code("functional.pad", padding_mode, fills),
              fills)
     return _done(plan, image)
+
+
+def _floats(function: str, name: str, value: object, plan: _Plan, columns: int) -> torch.Tensor:
+    """A number (or a sequence of ``columns`` of them: one for every sample) or a real tensor of
+    one value or one a sample ([S] or [S, columns]) on the images' device, as float64
+    [S, columns]."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [float(value)] * columns
+    if isinstance(value, (list, tuple)) and len(value) == columns and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        return torch.tensor([float(v) for v in value], dtype=torch.float64,
+                            device=plan.device).expand(plan.count, columns)
+    if (isinstance(value, torch.Tensor) and value.dtype != torch.bool
+            and not value.is_complex() and value.numel() in (columns, plan.count * columns)):
+        if value.device != plan.device:
+            raise ValueError(f"gpuaug.functional.{function}: expected '{name}' on the images' "
+                             f"device {plan.device}, got {value.device}")
+        return value.double().reshape(-1, columns).expand(plan.count, columns)
+    shown = (f"{value.dtype} of shape {list(value.shape)}" if isinstance(value, torch.Tensor)
+             else repr(value))
+    raise TypeError(f"gpuaug.functional.{function}: expected '{name}' as "
+                    f"{'a number' if columns == 1 else f'{columns} numbers'} or a tensor of them "
+                    f"for one or each sample ({plan.count}), got {shown}")
+
+
+def _shear(function: str, shear: object, plan: _Plan) -> torch.Tensor:
+    # torchvision's _affine_parse_args: a number is (x, 0), one of them (x, x)
+    if isinstance(shear, (int, float)) and not isinstance(shear, bool):
+        shear = [float(shear), 0.0]
+    elif isinstance(shear, (list, tuple)) and len(shear) == 1:
+        shear = [shear[0], shear[0]]
+    return _floats(function, "shear", shear, plan, 2)
+
+
+def affine(image: Images, angle: Union[float, torch.Tensor],
+           translate: Union[Sequence[float], torch.Tensor], scale: Union[float, torch.Tensor],
+           shear: Union[float, Sequence[float], torch.Tensor], interpolation: object = "nearest",
+           fill: Optional[Union[float, Sequence[float]]] = None,
+           center: Optional[Sequence[float]] = None) -> torch.Tensor:
+    """torchvision's affine: each sample's angle, translate (x, y), scale and shear (x, y) a
+    number (or pair) for all or a tensor of one a sample ([S], [S, 2]); ``fill`` None leaves
+    zeros where it samples outside, as torchvision's (a value: its fill through the mask)."""
+    plan = _plan("affine", image)
+    angle_ = _floats("affine", "angle", angle, plan, 1)[:, 0]
+    translate_ = _floats("affine", "translate", translate, plan, 2)
+    scale_ = _floats("affine", "scale", scale, plan, 1)[:, 0]
+    if not isinstance(scale, torch.Tensor) and scale <= 0.0:
+        raise ValueError("scale value should be positive")
+    cx, cy = warp._centre(warp._check_center(center), plan, angle_)
+    rows = warp.affine_rows(angle_, translate_, scale_, _shear("affine", shear, plan), cx, cy)
+    plan.warp_by(rows, warp.warp_interpolation("functional.affine", interpolation),
+                 fill_values("functional.affine", fill))
+    return _done(plan, image)
+
+
+def rotate(image: Images, angle: Union[float, torch.Tensor], interpolation: object = "nearest",
+           expand: bool = False, center: Optional[Sequence[float]] = None,
+           fill: Optional[Union[float, Sequence[float]]] = None) -> torch.Tensor:
+    """torchvision's rotate: each sample's angle a number or a tensor of one a sample [S];
+    ``expand=True`` is refused (each angle would give its sample a size of its own)."""
+    if expand:
+        raise ValueError("gpuaug.functional.rotate: expand=True is not supported: each sample's "
+                         "angle would give it a size of its own")
+    plan = _plan("rotate", image)
+    angle_ = _floats("rotate", "angle", angle, plan, 1)[:, 0]
+    cx, cy = warp._centre(warp._check_center(center), plan, angle_)
+    plan.warp_by(warp.rotation_rows(angle_, cx, cy),
+                 warp.warp_interpolation("functional.rotate", interpolation),
+                 fill_values("functional.rotate", fill))
+    return _done(plan, image)
+
+
+def perspective(image: Images, startpoints: Optional[Union[Sequence, torch.Tensor]],
+                endpoints: Optional[Union[Sequence, torch.Tensor]],
+                interpolation: object = "bilinear",
+                fill: Optional[Union[float, Sequence[float]]] = None,
+                coefficients: Optional[Union[Sequence[float], torch.Tensor]] = None
+                ) -> torch.Tensor:
+    """torchvision's perspective: ``startpoints`` and ``endpoints`` (four (x, y) points each, for
+    all samples or a [S, 4, 2] tensor of them), or ``coefficients`` (8 numbers or [S, 8])."""
+    plan = _plan("perspective", image)
+    if coefficients is not None:
+        if startpoints is not None and endpoints is not None:
+            raise ValueError("The startpoints/endpoints and the coefficients shouldn't be "
+                             "defined concurrently.")
+        coeffs = _floats("perspective", "coefficients", coefficients, plan, 8)
+    elif startpoints is not None and endpoints is not None:
+        start = _floats("perspective", "startpoints", _flat(startpoints), plan, 8)
+        end = _floats("perspective", "endpoints", _flat(endpoints), plan, 8)
+        coeffs = warp.solved_coefficients(start.reshape(-1, 4, 2), end.reshape(-1, 4, 2))
+    else:
+        raise ValueError("Either the startpoints/endpoints or the coefficients must have non "
+                         "`None` values.")
+    apply = torch.ones([plan.count], dtype=torch.bool, device=plan.device)
+    plan.warp_by(warp.perspective_rows(coeffs, apply),
+                 warp.warp_interpolation("functional.perspective", interpolation),
+                 fill_values("functional.perspective", fill))
+    return _done(plan, image)
+
+
+def _flat(points: object) -> object:
+    # four (x, y) points as 8 numbers; tensors as they are
+    if isinstance(points, (list, tuple)) and all(isinstance(p, (list, tuple)) for p in points):
+        return [float(v) for p in points for v in p]
+    return points

@@ -27,7 +27,8 @@ from ._targets import check_sizes, follow, is_target
 # a Compose's prefixed with an index, "2.factors"): a dict beside the image with one of them is
 # replayed parameters, any other dict is a target (boxes, labels).
 _PARAM_KEYS = {"factors", "order", "apply", "color", "brightness", "contrast", "gamma", "top",
-               "left", "height", "width"}
+               "left", "height", "width", "angle", "translate", "scale", "shear",
+               "coefficients"}
 
 
 def _loaded(name: str) -> Any:

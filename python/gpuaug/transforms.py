@@ -13,8 +13,8 @@ a Compose (or RandomApply) with several of those makes one call per reduction st
 The public names live here; the modules beside it hold them by family: ``jitter`` (ColorJitter,
 RandomChannelPermutation, RandomPhotometricDistort), ``random_stages`` (one stage with a
 probability), ``conversion`` (Grayscale, RGB, ToDtype, Normalize), ``color_augment``,
-``crop``, ``flip`` and ``resize`` (the geometric ones, on ``_geometry``), ``compose``, the
-containers (``random_apply``, ``random_choice``, ``random_order``) and
+``crop``, ``flip``, ``resize`` and ``warp`` (the geometric ones, on ``_geometry``),
+``compose``, the containers (``random_apply``, ``random_choice``, ``random_order``) and
 ``from_torchvision``.
 """
 
@@ -31,10 +31,12 @@ from .random_order import RandomOrder
 from .random_stages import (RandomAutocontrast, RandomEqualize, RandomGrayscale, RandomInvert,
                             RandomPosterize, RandomSolarize)
 from .resize import Pad, Resize
+from .warp import RandomAffine, RandomPerspective, RandomRotation
 
 __all__ = ["CenterCrop", "ColorAugment", "ColorJitter", "Compose", "Grayscale", "Normalize",
-           "Pad", "RandomApply", "RandomAutocontrast", "RandomChannelPermutation",
+           "Pad", "RandomAffine", "RandomApply", "RandomAutocontrast", "RandomChannelPermutation",
            "RandomChoice", "RandomCrop", "RandomEqualize", "RandomGrayscale",
-           "RandomHorizontalFlip", "RandomInvert", "RandomOrder", "RandomPhotometricDistort",
-           "RandomPosterize", "RandomResizedCrop", "RandomSolarize", "RandomVerticalFlip",
+           "RandomHorizontalFlip", "RandomInvert", "RandomOrder", "RandomPerspective",
+           "RandomPhotometricDistort", "RandomPosterize", "RandomResizedCrop", "RandomRotation",
+           "RandomSolarize", "RandomVerticalFlip",
            "Resize", "RGB", "ToDtype", "from_torchvision"]

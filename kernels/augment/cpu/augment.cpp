@@ -10,6 +10,7 @@
 
 #include "kernels/augment/augment.h"
 #include "kernels/augment/pixel.h"
+#include "kernels/augment/warp.h"
 #include "kernels/photometric/photometric.h"
 #include "kernels/photometric/program.h"
 #include "kernels/photometric/stages.h"
@@ -45,9 +46,14 @@ void augment_samples(const at::Tensor& out, const std::vector<Source>& sources,
       const T* image = static_cast<const T*>(src.data) + (s - src.first_sample) * src.sample_stride;
       const SampleGeometry g = sample_geometry(rows_of_geometry + s * kColumns);
       const SampleProgram<P> prog = decode(program, rows, s);
-      const auto pixel = [&](const RowTaps& row, int64_t x, P (&v)[1][3]) {
+      const double* warp = warp_row(settings, s);
+      const auto pixel = [&](const RowTaps& row, int64_t y, int64_t x, P (&v)[1][3]) {
         v[0][1] = v[0][2] = P(0);
-        geometric_pixel<C, T, P>(image, src, g, settings, fill, row, x, v[0]);
+        if (warp != nullptr) {
+          warped_pixel<C, T, P>(image, src, g, settings, fill, warp, y, x, v[0]);
+        } else {
+          geometric_pixel<C, T, P>(image, src, g, settings, fill, row, x, v[0]);
+        }
       };
       Reduced<P> reduced{};
       if (prog.reduce_at >= 0) {  // the statistics of the pixels at the reduction step
@@ -58,7 +64,7 @@ void augment_samples(const at::Tensor& out, const std::vector<Source>& sources,
           const RowTaps row = row_taps(src, g, settings, y);
           for (int64_t x = 0; x < width; ++x) {
             P v[1][3];
-            pixel(row, x, v);
+            pixel(row, y, x, v);
             run_steps<C, T>(prog, 0, prog.reduce_at, v, reduced);
             add_pixel_stats<C, T>(kind, v[0], stats);
           }
@@ -70,7 +76,7 @@ void augment_samples(const at::Tensor& out, const std::vector<Source>& sources,
         const RowTaps row = row_taps(src, g, settings, y);
         for (int64_t x = 0; x < width; ++x) {
           P v[1][3];
-          pixel(row, x, v);
+          pixel(row, y, x, v);
           run_steps<C, T>(prog, 0, prog.count, v, reduced);
           for (int c = 0; c < C; ++c) {
             sample_out[c * out_channel + y * out_row + x * out_column] =
@@ -115,6 +121,7 @@ void adjoint_samples(const at::Tensor& grad, const std::vector<Source>& grads,
       const Source& src = source_of(grads, s);
       G* image = static_cast<G*>(const_cast<void*>(src.data)) + (s - src.first_sample) * src.sample_stride;
       const SampleGeometry g = sample_geometry(rows_of_geometry + s * kColumns);
+      const double* warp = warp_row(settings, s);
       const T* sample_grad = g_out + s * channels * height * width;
       for (int64_t y = 0; y < height; ++y) {
         for (int64_t x = 0; x < width; ++x) {
@@ -122,8 +129,14 @@ void adjoint_samples(const at::Tensor& grad, const std::vector<Source>& grads,
           for (int c = 0; c < channels; ++c) {
             values[c] = static_cast<G>(sample_grad[(c * height + y) * width + x]);
           }
-          geometric_adjoint(image, src, g, settings, static_cast<int>(channels), y, x, values,
-                            [](G* p, G v) { *p += v; });
+          const auto add = [](G* p, G v) { *p += v; };
+          if (warp != nullptr) {
+            warped_adjoint(image, src, g, settings, warp, static_cast<int>(channels), y, x,
+                           values, add);
+          } else {
+            geometric_adjoint(image, src, g, settings, static_cast<int>(channels), y, x, values,
+                              add);
+          }
         }
       }
     }

@@ -21,6 +21,7 @@
 
 #include "kernels/augment/augment.h"
 #include "kernels/augment/pixel.h"
+#include "kernels/augment/warp.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/photometric/cuda/block.cuh"
 #include "kernels/photometric/photometric.h"
@@ -408,6 +409,18 @@ __device__ __noinline__ void untabled_front(FrontTile<C, T>& front, const Tile& 
   });
 }
 
+// The front of a warped sample's tile (its warp row `row`): each pixel as warped_pixel computes
+// it, out of line (the warp's registers stay out of the kernel's).
+template <int C, typename T, typename P>
+__device__ __noinline__ void warped_front(FrontTile<C, T>& front, const Tile& tile,
+                                          const T* image, const Source& src,
+                                          const SampleGeometry& g, const Settings& s,
+                                          const Fill<P>& fill, const double* row) {
+  fill_front<C, T, P>(front, tile, [&](int i, int j, P (&v)[3]) {
+    warped_pixel<C, T, P>(image, src, g, s, fill.v, row, tile.y0 + i, tile.x0 + j, v);
+  });
+}
+
 // The pixels of tile row i from column j0 (V of them) as the program takes them.
 template <int C, typename T, int V, typename P>
 __device__ __forceinline__ void front_run(const FrontTile<C, T>& front, int i, int j0,
@@ -560,9 +573,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     tables.untabled = 0;
   }
   __syncthreads();
-  tabulate(tables, tile, src, sg, settings);
+  const double* warp = warp_row(settings, s);  // block-uniform: a tile is of one sample
+  if (warp == nullptr) tabulate(tables, tile, src, sg, settings);
   __syncthreads();
-  if (tables.untabled) {
+  if (warp != nullptr) {
+    warped_front<C, T, P>(front, tile, image, src, sg, settings, fill, warp);
+  } else if (tables.untabled) {
     untabled_front<C, T, P>(front, tile, image, src, sg, settings, fill);
   } else {
     const bool is_staged = image_rows(tables) <= staged_rows<P>;
@@ -598,9 +614,16 @@ __global__ void __launch_bounds__(kThreads)
     const T* sample_grad = grad + s * channels * pixels;
     G values[3] = {G(0), G(0), G(0)};
     for (int c = 0; c < channels; ++c) values[c] = static_cast<G>(sample_grad[c * pixels + p]);
-    geometric_adjoint(image, src, sample_geometry(geometry + s * kColumns), settings,
-                      static_cast<int>(channels), p / settings.out_width, p % settings.out_width,
-                      values, [](G* at, G v) { atomicAdd(at, v); });
+    const SampleGeometry g = sample_geometry(geometry + s * kColumns);
+    const auto add = [](G* at, G v) { atomicAdd(at, v); };
+    const double* warp = warp_row(settings, s);
+    if (warp != nullptr) {
+      warped_adjoint(image, src, g, settings, warp, static_cast<int>(channels),
+                     p / settings.out_width, p % settings.out_width, values, add);
+    } else {
+      geometric_adjoint(image, src, g, settings, static_cast<int>(channels),
+                        p / settings.out_width, p % settings.out_width, values, add);
+    }
   }
 }
 

@@ -88,6 +88,9 @@ at::Tensor photometric(const at::Tensor& image, c10::IntArrayRef stages, const a
 // is resized to (interpolation 0 nearest, 1 bilinear, 2 bicubic, 3 nearest-exact, antialiased
 // as torchvision's resize), the output's offset in the resized image and the output's flips;
 // the output, [S, C, size[0], size[1]], then runs photometric()'s program and conversion.
+// `warp` ([S, 9] float64: 8 coefficients, then the kind, 0 none, 1 affine, 2 perspective) samples
+// each warped sample's window through torchvision's affine or perspective grid (interpolation 0
+// or 1; `fill` given: torchvision's fill through the mask) instead of resizing it.
 // Differentiable in floating images with a floating output.
 at::Tensor augment(at::TensorList images, const at::Tensor& geometry, c10::SymIntArrayRef size,
                    int64_t interpolation = 1, bool antialias = true, int64_t padding_mode = 0,
@@ -100,7 +103,8 @@ at::Tensor augment(at::TensorList images, const at::Tensor& geometry, c10::SymIn
                    std::optional<c10::ArrayRef<double>> mean = std::nullopt,
                    std::optional<c10::ArrayRef<double>> stddev = std::nullopt,
                    std::optional<c10::ArrayRef<double>> factor_ranges = std::nullopt,
-                   std::optional<at::MemoryFormat> memory_format = std::nullopt);
+                   std::optional<at::MemoryFormat> memory_format = std::nullopt,
+                   const std::optional<at::Tensor>& warp = std::nullopt);
 
 // Each image's gradient of augment() from the output's gradient `grad` (gpuaug::_augment_backward).
 std::vector<at::Tensor> augment_backward(
@@ -109,7 +113,8 @@ std::vector<at::Tensor> augment_backward(
     std::optional<c10::ArrayRef<double>> fill, c10::IntArrayRef stages,
     const std::optional<at::Tensor>& factors, const std::optional<at::Tensor>& order,
     const std::optional<at::Tensor>& apply, std::optional<c10::ArrayRef<double>> stddev,
-    std::optional<c10::ArrayRef<double>> factor_ranges);
+    std::optional<c10::ArrayRef<double>> factor_ranges,
+    const std::optional<at::Tensor>& warp = std::nullopt);
 
 // A user-defined element-wise operator, compiled at run time by NVRTC for the GPU in use (CUDA
 // tensors only): `expression` is a CUDA C++ expression of the inputs, named by `names` in order
