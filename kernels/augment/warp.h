@@ -73,10 +73,12 @@ C10_HOST_DEVICE inline void warp_position(const WarpGrid<P>& g, int64_t width, i
     bx = static_cast<P>(rx) + P(0.5);
     by = static_cast<P>(ry) + P(0.5);
   }
-  P gx = (bx * g.x[0] + by * g.x[1]) + g.x[2];
-  P gy = (bx * g.y[0] + by * g.y[1]) + g.y[2];
+  // bmm's rounding: the products fused into the sum (its BLAS kernels' fma), then the constant
+  const auto dot = [&](P a, P b, P c) { return std::fma(by, b, bx * a) + c; };
+  P gx = dot(g.x[0], g.x[1], g.x[2]);
+  P gy = dot(g.y[0], g.y[1], g.y[2]);
   if (g.kind == kPerspective) {
-    const P denominator = (bx * g.d[0] + by * g.d[1]) + P(1);
+    const P denominator = dot(g.d[0], g.d[1], P(1));
     gx = gx / denominator - P(1);
     gy = gy / denominator - P(1);
   }
