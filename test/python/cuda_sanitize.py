@@ -417,6 +417,40 @@ def check_augment(device):
         out.backward(grad_out.to(on))
         grads.append(image.grad)
     expect("augment backward", grads[0], grads[1], exact=False, atol=1e-4)
+    check_augment_warp(device, g)
+
+
+def check_augment_warp(device, g):
+    """The warped tiles (affine, perspective, none) with the fill's mask, the program after them,
+    and their adjoint, against the CPU loop (within a unit: CPU and CUDA unnormalise the grid in
+    torch's two formulas, which may round a position apart)."""
+    geometry = torch.tensor([[0, 0, 20, 24, 0, 20, 24, 3, 4, 0],
+                             [-2, -1, 20, 24, 1, 20, 24, 0, 0, 2],
+                             [1, 2, 18, 20, 0, 18, 20, 2, 2, 1],
+                             [0, 0, 20, 24, 3, 20, 24, 4, 5, 0]])
+    warp = torch.tensor([[0.96, -0.28, 2.0, 0.28, 0.96, -1.0, 0, 0, 1],
+                         [1.05, 0.02, -0.5, 0.01, 0.97, 0.3, 0.001, -0.002, 2],
+                         [0, 0, 0, 0, 0, 0, 0, 0, 0],
+                         [0.9, 0.1, 0.0, -0.1, 0.9, 0.0, 0, 0, 1]], dtype=torch.float64)
+    u8 = torch.randint(0, 256, (4, 3, 20, 24), generator=g, dtype=torch.uint8)
+    f32 = torch.rand((4, 3, 20, 24), generator=g)
+    for label, image, kwargs in [("u8 bilinear fill", u8, dict(fill=[5.0, 6.0, 7.0])),
+                                 ("f32 bilinear jitter", f32,
+                                  dict(stages=[1, 3], factors=torch.tensor([[1.2, 0.8]] * 4)))]:
+        def run(on):
+            moved = {k: (v.to(on) if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
+            return ops.augment([image.to(on)], geometry.to(on), [12, 14], interpolation=1,
+                               warp=warp.to(on), **moved)
+        expect(f"augment warp {label}", run(device), run("cpu"), exact=False,
+               atol=1.5 if image.dtype == torch.uint8 else 1e-3)
+    grads = []
+    grad_out = torch.rand((4, 3, 12, 14), generator=g) - 0.5
+    for on in (device, "cpu"):
+        image = f32.to(on).requires_grad_()
+        ops.augment([image], geometry.to(on), [12, 14], interpolation=1,
+                    warp=warp.to(on)).backward(grad_out.to(on))
+        grads.append(image.grad)
+    expect("augment warp backward", grads[0], grads[1], exact=False, atol=1e-3)
 
 
 def check_jit(device):
