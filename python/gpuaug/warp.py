@@ -92,7 +92,9 @@ def solved_coefficients(start: torch.Tensor, endpoints: torch.Tensor) -> torch.T
     even = torch.stack([ex, ey, one, nil, nil, nil, -sx * ex, -sx * ey], -1)
     odd = torch.stack([nil, nil, nil, ex, ey, one, -sy * ex, -sy * ey], -1)
     a = torch.stack([even, odd], 2).reshape(-1, 8, 8)
-    return torch.linalg.solve(a, start.reshape(-1, 8)).float().double()
+    # solve_ex: solve's check of the factorisation would synchronise with the host
+    solved = torch.linalg.solve_ex(a, start.reshape(-1, 8)).result
+    return solved.float().double()
 
 
 def _angles(name: str, value: object, sizes: Tuple[int, ...]) -> List[float]:
