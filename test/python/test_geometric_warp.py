@@ -8,7 +8,7 @@ import torch
 
 import gpuaug.functional as GF
 from gpuaug import transforms as T
-from gpuaug_testing import DEVICES
+from gpuaug_testing import DEVICES, requires_cuda
 from geometric_testing import MODES, F, make_images
 
 pytestmark = pytest.mark.skipif(F is None, reason="torchvision is not installed")
@@ -332,3 +332,28 @@ def test_compile_fullgraph():
     params = compose.sample_params(images)
     compiled = torch.compile(compose, backend="eager", fullgraph=True)
     torch.testing.assert_close(compiled(images, params), compose(images, params))
+
+
+@requires_cuda
+def test_draws_and_warp_capture_in_a_cuda_graph():
+    """The draws (the perspective's solve among them) and the call capture: no host sync. Each
+    replay draws anew; the last replay's params give its output."""
+    compose = T.Compose([T.RandomAffine(30, translate=(0.1, 0.1), scale=(0.8, 1.2), shear=10),
+                         T.ColorJitter(0.4, 0.4, 0.4, 0.1)])
+    perspective = T.RandomPerspective(0.4, p=1.0)
+    images = make_images([4, 3, 20, 24], torch.uint8, "cuda")
+    torch.manual_seed(0)
+    for transform in (compose, perspective):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            transform(images)  # warm-up outside the capture
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            params = transform.sample_params(images)
+            out = transform(images, params)
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, transform(images, {k: v.clone() for k, v in params.items()}),
+                                   rtol=0, atol=0)
