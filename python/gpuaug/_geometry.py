@@ -158,6 +158,19 @@ def column(value: Value, count: int, device: torch.device) -> torch.Tensor:
     return torch.full([count], value, dtype=torch.long, device=device)
 
 
+def _is_zero(value: Value) -> bool:
+    return not isinstance(value, torch.Tensor) and value == 0
+
+
+def _shifted(start: Value, offset: Value, mirrored: Value, size: Value, extent: Value) -> Value:
+    """``start + offset + mirrored * (size - 2 * offset - extent)``, without the tensor ops of
+    its zero terms (each a kernel launch on the GPU)."""
+    moved = offset if _is_zero(start) else (start if _is_zero(offset) else start + offset)
+    if _is_zero(mirrored):
+        return moved
+    return moved + mirrored * (size - 2 * offset - extent)
+
+
 def uniform_size(owner: str, hs: Optional[List[int]], ws: Optional[List[int]]) -> List[int]:
     """The one size of every sample, else a ValueError naming the transform that made them."""
     if hs is None or ws is None or len(set(zip(hs, ws))) != 1:
@@ -247,8 +260,7 @@ class _Plan:
                w: Value) -> Tuple[Value, Value]:
         # a crop of the current image read mirrored (per flip bit): its window from the far side
         vertical, horizontal = (flip >> 1) & 1, flip & 1
-        return (top + t + vertical * (self.h - 2 * t - h),
-                left + l + horizontal * (self.w - 2 * l - w))
+        return _shifted(top, t, vertical, self.h, h), _shifted(left, l, horizontal, self.w, w)
 
     def extend(self, mode: int, fill: Optional[List[float]]) -> bool:
         """Whether the call can pad the current image with ``mode`` (and ``fill``): the pixels
