@@ -100,8 +100,12 @@ at::Tensor resized_crop_windows_meta(const at::Tensor& uniforms, const at::Tenso
   return at::empty_symint({4, uniforms.sym_size(0)}, uniforms.options().dtype(at::kLong));
 }
 
-TORCH_LIBRARY_IMPL(gpuaug, Meta, m) { m.impl("_resized_crop_windows", &resized_crop_windows_meta); }
-TORCH_LIBRARY_IMPL(gpuaug, CPU, m) { m.impl("_resized_crop_windows", &resized_crop_windows_kernel); }
+TORCH_LIBRARY_IMPL(gpuaug, Meta, m) {
+  m.impl("_resized_crop_windows", &resized_crop_windows_meta);
+}
+TORCH_LIBRARY_IMPL(gpuaug, CPU, m) {
+  m.impl("_resized_crop_windows", &resized_crop_windows_kernel);
+}
 #ifdef GPUAUG_WITH_CUDA
 TORCH_LIBRARY_IMPL(gpuaug, CUDA, m) {
   m.impl("_resized_crop_windows", &resized_crop_windows_kernel);
