@@ -19,8 +19,7 @@ constexpr int kTries = 10;
 constexpr int kScales = 0, kLogRatios = kTries, kTop = 2 * kTries, kLeft = 2 * kTries + 1;
 constexpr int kUniforms = 2 * kTries + 2;
 
-// An image side per sample: data[n * stride] (stride 0: one for all samples), or `value` where
-// data is null (a CPU scalar beside CUDA uniforms, read on the host: no copy).
+// An image side: data[n * stride] a sample, or `value` for every sample where data is null.
 struct Side {
   const int64_t* data;
   int64_t stride;

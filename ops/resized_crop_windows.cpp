@@ -18,27 +18,28 @@ Loops<ResizedCropWindowsLoop> resized_crop_windows_loops;
 
 TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
   m.def(
-      "_resized_crop_windows(Tensor uniforms, Tensor height, Tensor width, float[2] scale, "
-      "float[2] ratio) -> Tensor");
+      "_resized_crop_windows(Tensor uniforms, SymInt height, SymInt width, Tensor? heights, "
+      "Tensor? widths, float[2] scale, float[2] ratio) -> Tensor");
 }
 
 namespace {
 
 constexpr const char* kOp = "gpuaug::_resized_crop_windows";
 
-// height and width: int64 [S] on the uniforms' device, or [] (every sample's) there or on the CPU.
-void check_side(const char* name, const at::Tensor& side, const at::Tensor& uniforms) {
-  check_defined(kOp, name, side);
-  TORCH_CHECK(side.scalar_type() == at::kLong, kOp, ": expected '", name,
-              "' of dtype int64, but got ", side.scalar_type());
+// heights and widths: int64 [S] on the uniforms' device, each sample's side where given (else
+// every sample's is height or width: an int, which needs no tensor, no copy and no CPU tensor).
+void check_sides(const char* name, const std::optional<at::Tensor>& sides,
+                 const at::Tensor& uniforms) {
+  if (!sides.has_value()) return;
+  check_defined(kOp, name, *sides);
   const auto samples = uniforms.sym_size(0);
-  TORCH_CHECK(side.dim() == 0 || (side.dim() == 1 && side.sym_size(0) == samples), kOp,
-              ": expected '", name, "' of shape [] or [", size_str(samples),
-              "] (one a sample of 'uniforms'), but got ", shape_str(side.sym_sizes()));
-  const bool shared = side.dim() == 0;
-  TORCH_CHECK(side.device() == uniforms.device() || (shared && side.device().is_cpu()), kOp,
-              ": expected '", name, "' on ", uniforms.device(), shared ? " (or the CPU)" : "",
-              " like 'uniforms', but got ", side.device());
+  TORCH_CHECK(sides->scalar_type() == at::kLong && sides->dim() == 1 &&
+                  sides->sym_size(0) == samples,
+              kOp, ": expected '", name, "' as int64 of shape [", size_str(samples),
+              "] (one a sample of 'uniforms'), but got ", sides->scalar_type(), " of shape ",
+              shape_str(sides->sym_sizes()));
+  TORCH_CHECK(sides->device() == uniforms.device(), kOp, ": expected '", name, "' on ",
+              uniforms.device(), " like 'uniforms', but got ", sides->device());
 }
 
 void check_pair(const char* name, c10::ArrayRef<double> values) {
@@ -46,9 +47,9 @@ void check_pair(const char* name, c10::ArrayRef<double> values) {
               std::to_string(values.size()));
 }
 
-crop::Side side_of(const at::Tensor& side, const at::Tensor& uniforms) {
-  if (side.device() != uniforms.device()) return {nullptr, 0, side.item<int64_t>()};
-  return {side.const_data_ptr<int64_t>(), side.dim() == 0 ? 0 : side.stride(0), 0};
+crop::Side side_of(int64_t shared, const std::optional<at::Tensor>& sides) {
+  if (!sides.has_value()) return {nullptr, 0, shared};
+  return {sides->const_data_ptr<int64_t>(), sides->stride(0), 0};
 }
 
 // Rounded to float32 as crop.py rounded them on the host before torch's uniform_ draws.
@@ -60,17 +61,19 @@ crop::Ranges ranges_of(c10::ArrayRef<double> scale, c10::ArrayRef<double> ratio)
           std::fmax(ratio[0], ratio[1])};
 }
 
-at::Tensor resized_crop_windows_kernel(const at::Tensor& uniforms, const at::Tensor& height,
-                                       const at::Tensor& width, c10::ArrayRef<double> scale,
-                                       c10::ArrayRef<double> ratio) {
-  at::Tensor out = resized_crop_windows_meta(uniforms, height, width, scale, ratio);
+at::Tensor resized_crop_windows_kernel(const at::Tensor& uniforms, int64_t height, int64_t width,
+                                       const std::optional<at::Tensor>& heights,
+                                       const std::optional<at::Tensor>& widths,
+                                       c10::ArrayRef<double> scale, c10::ArrayRef<double> ratio) {
+  at::Tensor out =
+      resized_crop_windows_meta(uniforms, height, width, heights, widths, scale, ratio);
   const int64_t samples = uniforms.size(0);
   if (samples == 0) return out;
   const crop::Draw draw{uniforms.const_data_ptr<float>(),
                         uniforms.stride(0),
                         uniforms.stride(1),
-                        side_of(height, uniforms),
-                        side_of(width, uniforms),
+                        side_of(height, heights),
+                        side_of(width, widths),
                         ranges_of(scale, ratio),
                         out.mutable_data_ptr<int64_t>(),
                         samples};
@@ -80,9 +83,11 @@ at::Tensor resized_crop_windows_kernel(const at::Tensor& uniforms, const at::Ten
 
 }  // namespace
 
-at::Tensor resized_crop_windows_meta(const at::Tensor& uniforms, const at::Tensor& height,
-                                     const at::Tensor& width, c10::ArrayRef<double> scale,
-                                     c10::ArrayRef<double> ratio) {
+at::Tensor resized_crop_windows_meta(const at::Tensor& uniforms, c10::SymInt height,
+                                     c10::SymInt width,
+                                     const std::optional<at::Tensor>& heights,
+                                     const std::optional<at::Tensor>& widths,
+                                     c10::ArrayRef<double> scale, c10::ArrayRef<double> ratio) {
   check_defined(kOp, "uniforms", uniforms);
   TORCH_CHECK(uniforms.scalar_type() == at::kFloat, kOp,
               ": expected 'uniforms' of dtype float32, but got ", uniforms.scalar_type());
@@ -90,8 +95,8 @@ at::Tensor resized_crop_windows_meta(const at::Tensor& uniforms, const at::Tenso
               ": expected 'uniforms' of shape [S, ", std::to_string(crop::kUniforms),
               "] (a sample's ten scales, ten log ratios, top and left), but got ",
               shape_str(uniforms.sym_sizes()));
-  check_side("height", height, uniforms);
-  check_side("width", width, uniforms);
+  check_sides("heights", heights, uniforms);
+  check_sides("widths", widths, uniforms);
   check_pair("scale", scale);
   check_pair("ratio", ratio);
   TORCH_CHECK(ratio[0] > 0 && ratio[1] > 0, kOp,

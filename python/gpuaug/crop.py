@@ -10,13 +10,6 @@ from ._geometry import (Value, _check_keys, _Geometric, _Plan, fill_values, func
                         per_sample)
 
 
-def _side(value: Value) -> torch.Tensor:
-    # one for all samples: a CPU scalar, which the op reads on the host (no copy to the device)
-    if isinstance(value, torch.Tensor):
-        return value
-    return torch.scalar_tensor(value, dtype=torch.long)
-
-
 def resized_crop_windows(u: torch.Tensor, height: Value, width: Value,
                          scale: Sequence[float], ratio: Sequence[float]) -> Dict[str, torch.Tensor]:
     """torchvision's RandomResizedCrop.make_params for each sample of images ``height`` x
@@ -25,8 +18,12 @@ def resized_crop_windows(u: torch.Tensor, height: Value, width: Value,
     ten tries that fits is the window, placed by columns 20 and 21 (``randint``: ``floor(u n)``);
     where none fits, torchvision's fallback (the whole image, clamped to the ratios, centred).
     One kernel, ``gpuaug::_resized_crop_windows``."""
-    windows = torch.ops.gpuaug._resized_crop_windows(u, _side(height), _side(width),
-                                                      list(scale), list(ratio))
+    # a side alike for all samples goes as an int: no tensor to make, copy or keep on the CPU
+    windows = torch.ops.gpuaug._resized_crop_windows(
+        u, 0 if isinstance(height, torch.Tensor) else height,
+        0 if isinstance(width, torch.Tensor) else width,
+        height if isinstance(height, torch.Tensor) else None,
+        width if isinstance(width, torch.Tensor) else None, list(scale), list(ratio))
     return dict(zip(("top", "left", "height", "width"), windows.unbind(0)))
 
 

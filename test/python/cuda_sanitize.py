@@ -423,15 +423,16 @@ def check_augment(device):
 
 def check_resized_crop_windows(device):
     """RandomResizedCrop's draw against the CPU kernel: 300 samples (a partial block), sides
-    shared (a CPU scalar) and per sample, uniforms strided."""
+    shared and per sample, uniforms strided."""
     u = torch.rand([22, 300], generator=torch.Generator().manual_seed(40)).t()
     heights = torch.arange(300) % 50 + 1
     widths = torch.arange(300) % 37 * 9 + 1
-    for label, h, w in [("shared", torch.tensor(20), torch.tensor(1000)),
-                        ("per sample", heights, widths)]:
-        expected = ops._resized_crop_windows(u, h, w, [0.08, 1.0], [0.75, 4 / 3])
-        got = ops._resized_crop_windows(u.to(device), h.to(device) if h.dim() else h,
-                                        w.to(device) if w.dim() else w, [0.08, 1.0], [0.75, 4 / 3])
+    for label, h, w, hs, ws in [("shared", 20, 1000, None, None),
+                                ("per sample", 0, 0, heights, widths)]:
+        expected = ops._resized_crop_windows(u, h, w, hs, ws, [0.08, 1.0], [0.75, 4 / 3])
+        got = ops._resized_crop_windows(u.to(device), h, w, hs if hs is None else hs.to(device),
+                                        ws if ws is None else ws.to(device), [0.08, 1.0],
+                                        [0.75, 4 / 3])
         expect(f"resized_crop_windows {label}", got, expected)
 
 

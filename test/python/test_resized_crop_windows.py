@@ -23,12 +23,14 @@ def correctly_rounded_exp(x):
 
 
 def windows(u, height, width, scale, ratio):
-    """The op's [4, S] rows as [S, 4] on the CPU, the sides as the op takes them."""
-    def side(value):
-        if isinstance(value, torch.Tensor):
-            return value.to(u.device)
-        return torch.tensor(value)
-    return op(u, side(height), side(width), list(scale), list(ratio)).t().cpu()
+    """The op's [4, S] rows as [S, 4] on the CPU, a side an int or a tensor of one a sample."""
+    def shared(value):
+        return 0 if isinstance(value, torch.Tensor) else value
+
+    def per_sample(value):
+        return value.to(u.device) if isinstance(value, torch.Tensor) else None
+    return op(u, shared(height), shared(width), per_sample(height), per_sample(width),
+              list(scale), list(ratio)).t().cpu()
 
 
 def uniforms(samples, seed, device="cpu"):
@@ -72,15 +74,14 @@ def test_fallback_and_windows_inside(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_strided_uniforms_and_sides(device):
-    """Uniforms with any strides; sides one a sample, shared on the device or on the CPU."""
+    """Uniforms and per-sample sides with any strides; an int side where the other is a tensor."""
     u = uniforms(300, 3, device).t().contiguous().t()  # column-major
+    heights = torch.full([600], 30, device=device)[::2]
     expected = resized_crop_windows_reference(u.cpu(), 30, 40, *DEFAULT,
                                               exp=correctly_rounded_exp)
-    for height, width in [(torch.tensor(30), torch.tensor(40)),
-                          (torch.tensor(30, device=device), torch.tensor(40, device=device)),
-                          (torch.full([300], 30, device=device),
-                           torch.full([600], 40, device=device)[::2])]:
-        assert torch.equal(op(u, height, width, *DEFAULT).t().cpu(), expected)
+    assert torch.equal(op(u, 0, 40, heights, None, *DEFAULT).t().cpu(), expected)
+    assert torch.equal(op(u, 30, 0, None, heights + 10, *DEFAULT).t().cpu(), expected)
+    assert torch.equal(op(u, 7, 9, heights, heights + 10, *DEFAULT).t().cpu(), expected)
 
 
 @requires_cuda
@@ -93,7 +94,7 @@ def test_cuda_equals_cpu():
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_no_samples(device):
-    out = op(torch.empty([0, 22], device=device), torch.tensor(5), torch.tensor(6), *DEFAULT)
+    out = op(torch.empty([0, 22], device=device), 5, 6, None, None, *DEFAULT)
     assert out.shape == (4, 0) and out.dtype == torch.int64 and out.device.type == device
 
 
@@ -101,47 +102,44 @@ def test_no_samples(device):
 @pytest.mark.parametrize("requires_grad", [False, True])
 def test_opcheck(device, requires_grad):
     u = uniforms(37, 5, device).requires_grad_(requires_grad)
-    torch.library.opcheck(op.default, (u, torch.tensor(20), torch.tensor(24), *DEFAULT))
-    torch.library.opcheck(op.default, (u, torch.arange(37, device=device) + 1,
-                                       torch.tensor(9, device=device), [0.5, 1.0], [0.5, 2.0]))
+    torch.library.opcheck(op.default, (u, 20, 24, None, None, *DEFAULT))
+    torch.library.opcheck(op.default, (u, 0, 9, torch.arange(37, device=device) + 1, None,
+                                       [0.5, 1.0], [0.5, 2.0]))
 
 
 def test_no_gradient():
-    out = op(uniforms(3, 6).requires_grad_(), torch.tensor(5), torch.tensor(6), *DEFAULT)
+    out = op(uniforms(3, 6).requires_grad_(), 5, 6, None, None, *DEFAULT)
     assert out.grad_fn is None and not out.requires_grad
 
 
 def test_schema():
     assert str(op.default._schema) == (
-        "gpuaug::_resized_crop_windows(Tensor uniforms, Tensor height, Tensor width, "
-        "float[2] scale, float[2] ratio) -> Tensor")
+        "gpuaug::_resized_crop_windows(Tensor uniforms, SymInt height, SymInt width, "
+        "Tensor? heights, Tensor? widths, float[2] scale, float[2] ratio) -> Tensor")
 
 
+def call(uniforms=None, heights=None, widths=None, scale=DEFAULT[0], ratio=DEFAULT[1]):
+    uniforms = torch.rand(3, 22) if uniforms is None else uniforms
+    return lambda: op(uniforms, 5, 6, heights, widths, scale, ratio)
+
+
+LONG = torch.long
 BAD = [
-    ("uniforms float64", lambda: op(torch.rand(3, 22, dtype=torch.float64), torch.tensor(5),
-                                    torch.tensor(6), *DEFAULT),
+    ("uniforms float64", call(torch.rand(3, 22, dtype=torch.float64)),
      "'uniforms' of dtype float32, but got Double"),
-    ("uniforms 21 columns", lambda: op(torch.rand(3, 21), torch.tensor(5), torch.tensor(6),
-                                       *DEFAULT),
+    ("uniforms 21 columns", call(torch.rand(3, 21)),
      r"'uniforms' of shape \[S, 22\] .* but got \[3, 21\]"),
-    ("uniforms 1-d", lambda: op(torch.rand(22), torch.tensor(5), torch.tensor(6), *DEFAULT),
-     r"'uniforms' of shape \[S, 22\] .* but got \[22\]"),
-    ("height int32", lambda: op(torch.rand(3, 22), torch.tensor(5, dtype=torch.int32),
-                                torch.tensor(6), *DEFAULT),
-     "'height' of dtype int64, but got Int"),
-    ("width per sample of another count", lambda: op(torch.rand(3, 22), torch.tensor(5),
-                                                     torch.ones(4, dtype=torch.long), *DEFAULT),
-     r"'width' of shape \[\] or \[3\] \(one a sample of 'uniforms'\), but got \[4\]"),
-    ("height on another device", lambda: op(torch.rand(3, 22),
-                                            torch.ones(3, dtype=torch.long, device="meta"),
-                                            torch.tensor(6), *DEFAULT),
-     "'height' on cpu like 'uniforms', but got meta"),
-    ("scale of 3", lambda: op(torch.rand(3, 22), torch.tensor(5), torch.tensor(6),
-                              [0.1, 0.5, 1.0], DEFAULT[1]),
-     "'scale' as 2 values"),
-    ("ratio of 0", lambda: op(torch.rand(3, 22), torch.tensor(5), torch.tensor(6), DEFAULT[0],
-                              [0.0, 1.0]),
-     r"positive 'ratio' values .* but got \[0, 1\]"),
+    ("uniforms 1-d", call(torch.rand(22)), r"'uniforms' of shape \[S, 22\] .* but got \[22\]"),
+    ("heights int32", call(heights=torch.ones(3, dtype=torch.int32)),
+     r"'heights' as int64 of shape \[3\] \(one a sample of 'uniforms'\), but got Int of shape"),
+    ("widths of another count", call(widths=torch.ones(4, dtype=LONG)),
+     r"'widths' as int64 of shape \[3\] .* but got Long of shape \[4\]"),
+    ("widths 0-d", call(widths=torch.tensor(4)),
+     r"'widths' as int64 of shape \[3\] .* but got Long of shape \[\]"),
+    ("heights on another device", call(heights=torch.ones(3, dtype=LONG, device="meta")),
+     "'heights' on cpu like 'uniforms', but got meta"),
+    ("scale of 3", call(scale=[0.1, 0.5, 1.0]), "'scale' as 2 values"),
+    ("ratio of 0", call(ratio=[0.0, 1.0]), r"positive 'ratio' values .* but got \[0, 1\]"),
 ]
 
 
@@ -153,8 +151,8 @@ def test_bad_inputs(name, call, message):
 
 @requires_cuda
 def test_cpu_uniforms_with_cuda_sides():
-    with pytest.raises(RuntimeError, match="'height' on cpu like 'uniforms', but got cuda"):
-        op(torch.rand(3, 22), torch.ones(3, dtype=torch.long, device="cuda"), torch.tensor(6),
+    with pytest.raises(RuntimeError, match="'heights' on cpu like 'uniforms', but got cuda"):
+        op(torch.rand(3, 22), 0, 6, torch.ones(3, dtype=torch.long, device="cuda"), None,
            *DEFAULT)
 
 
@@ -174,7 +172,7 @@ def test_compile_fullgraph():
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_sample_params_one_kernel(device):
-    """The draw dispatches the uniforms, the shared sides (CPU scalars), the op and its rows."""
+    """The draw dispatches the uniforms, the op and its rows (sides alike for all: ints)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Recorded(TorchDispatchMode):
@@ -186,8 +184,7 @@ def test_sample_params_one_kernel(device):
     images = torch.zeros([4, 3, 20, 24], device=device)
     with Recorded():
         transform.sample_params(images)
-    assert calls == ["rand.default", "scalar_tensor.default", "scalar_tensor.default",
-                     "_resized_crop_windows.default", "unbind.int"]
+    assert calls == ["rand.default", "_resized_crop_windows.default", "unbind.int"]
 
 
 @requires_cuda
