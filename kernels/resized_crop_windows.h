@@ -60,8 +60,8 @@ struct Draw {
           area * uniform(u[(kScales + k) * column_stride], ranges.scale_low, ranges.scale_width);
       const float log_ratio = uniform(u[(kLogRatios + k) * column_stride], ranges.log_ratio_low,
                                       ranges.log_ratio_width);
-      // torch.exp in float32, here correctly rounded (through double) on both backends, where
-      // torch's CPU and CUDA exps are each off by an ulp at times.
+      // torch.exp in float32, here correctly rounded (through double) and so the same on both
+      // backends; torch's own (SLEEF's on the CPU, expf on CUDA) are an ulp off at times.
       const double aspect = static_cast<float>(std::exp(static_cast<double>(log_ratio)));
       // torch.round: half to even
       w = std::nearbyint(std::sqrt(target * aspect));

@@ -26,8 +26,9 @@ namespace {
 
 constexpr const char* kOp = "gpuaug::_resized_crop_windows";
 
-// heights and widths: int64 [S] on the uniforms' device, each sample's side where given (else
-// every sample's is height or width: an int, which needs no tensor, no copy and no CPU tensor).
+// heights and widths: int64 [S] on the uniforms' device, each sample's side where given; else
+// every sample's is height or width, an int: no tensor to fill or copy, and no CPU tensor (one
+// in a compiled graph keeps Inductor from CUDA graphs).
 void check_sides(const char* name, const std::optional<at::Tensor>& sides,
                  const at::Tensor& uniforms) {
   if (!sides.has_value()) return;
