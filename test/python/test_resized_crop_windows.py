@@ -73,6 +73,15 @@ def test_fallback_and_windows_inside(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_ties_round_half_to_even(device):
+    """Sides of exactly k + 1/2 (ratio 1, a fixed scale) round as torch.round: to even."""
+    u = uniforms(50, 8, device)
+    for scale, side in [(25 / 256, 2), (49 / 256, 4)]:  # sqrt(64 s) = 2.5, 3.5, exactly
+        _, _, height, width = windows(u, 8, 8, (scale, scale), (1.0, 1.0)).t()
+        assert (height == side).all() and (width == side).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_strided_uniforms_and_sides(device):
     """Uniforms and per-sample sides with any strides; an int side where the other is a tensor."""
     u = uniforms(300, 3, device).t().contiguous().t()  # column-major
