@@ -1,8 +1,6 @@
 """RandomResizedCrop, RandomCrop and CenterCrop, as torchvision.transforms.v2's, each sample
 drawing its own window on the images' device (no host synchronisation, no loop over samples)."""
 
-import math
-import struct
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -12,51 +10,21 @@ from ._geometry import (Value, _check_keys, _Geometric, _Plan, fill_values, func
                         per_sample)
 
 
-def _float32(x: float) -> float:
-    # rounded to float32 on the host: no tensor, nothing for torch.compile to trace
-    return struct.unpack("f", struct.pack("f", x))[0]
-
-
-def _as_double(value: Value, like: torch.Tensor) -> torch.Tensor:
-    if isinstance(value, torch.Tensor):
-        return value.double()
-    return torch.full_like(like, float(value), dtype=torch.float64)
-
-
 def resized_crop_windows(u: torch.Tensor, height: Value, width: Value,
                          scale: Sequence[float], ratio: Sequence[float]) -> Dict[str, torch.Tensor]:
     """torchvision's RandomResizedCrop.make_params for each sample of images ``height`` x
     ``width``, of its 22 uniforms ``u`` (float32 [S, 22]): try k takes the scale from column k
     and the log aspect ratio from column 10 + k (as ``uniform_`` in float32), the first of the
     ten tries that fits is the window, placed by columns 20 and 21 (``randint``: ``floor(u n)``);
-    where none fits, torchvision's fallback (the whole image, clamped to the ratios, centred)."""
-    scale_low, ratio_low = _float32(scale[0]), _float32(math.log(ratio[0]))
-    scale_width = _float32(_float32(scale[1]) - scale_low)
-    ratio_width = _float32(_float32(math.log(ratio[1])) - ratio_low)
-    h_img = _as_double(height, u[:, 0])
-    w_img = _as_double(width, u[:, 0])
-    area = (h_img * w_img).unsqueeze(1)
-    target = area * (u[:, :10] * scale_width + scale_low).double()
-    aspect = torch.exp(u[:, 10:20] * ratio_width + ratio_low).double()
-    w = torch.round(torch.sqrt(target * aspect))
-    h = torch.round(torch.sqrt(target / aspect))
-    fits = (w > 0) & (w <= w_img.unsqueeze(1)) & (h > 0) & (h <= h_img.unsqueeze(1))
-    first = fits.to(torch.uint8).argmax(1, keepdim=True)  # the first that fits
-    found = fits.any(1)
-    w = w.gather(1, first).squeeze(1)
-    h = h.gather(1, first).squeeze(1)
-    top = torch.floor(u[:, 20].double() * (h_img - h + 1))
-    left = torch.floor(u[:, 21].double() * (w_img - w + 1))
-    # the fallback: the image's aspect ratio clamped to the ratios' range
-    low, high = min(ratio), max(ratio)
-    in_ratio = w_img / h_img
-    narrow, wide = in_ratio < low, in_ratio > high
-    fw = torch.where(wide, torch.round(h_img * high), w_img)
-    fh = torch.where(narrow, torch.round(w_img / low), h_img)
-    h, w = torch.where(found, h, fh), torch.where(found, w, fw)
-    top = torch.where(found, top, torch.floor((h_img - fh) / 2))
-    left = torch.where(found, left, torch.floor((w_img - fw) / 2))
-    return {"top": top.long(), "left": left.long(), "height": h.long(), "width": w.long()}
+    where none fits, torchvision's fallback (the whole image, clamped to the ratios, centred).
+    One kernel, ``gpuaug::_resized_crop_windows``."""
+    # a side alike for all samples goes as an int: no tensor to make, copy or keep on the CPU
+    windows = torch.ops.gpuaug._resized_crop_windows(
+        u, 0 if isinstance(height, torch.Tensor) else height,
+        0 if isinstance(width, torch.Tensor) else width,
+        height if isinstance(height, torch.Tensor) else None,
+        width if isinstance(width, torch.Tensor) else None, list(scale), list(ratio))
+    return dict(zip(("top", "left", "height", "width"), windows.unbind(0)))
 
 
 class RandomResizedCrop(_Geometric):

@@ -369,6 +369,7 @@ def main():
     check_photometric_ranged(device)
     check_lltm(device)
     check_augment(device)
+    check_resized_crop_windows(device)
     if device.startswith("cuda"):
         check_jit(device)
     if device.startswith("cuda"):
@@ -418,6 +419,21 @@ def check_augment(device):
         grads.append(image.grad)
     expect("augment backward", grads[0], grads[1], exact=False, atol=1e-4)
     check_augment_warp(device, g)
+
+
+def check_resized_crop_windows(device):
+    """RandomResizedCrop's draw against the CPU kernel: 300 samples (a partial block), sides
+    shared and per sample, uniforms strided."""
+    u = torch.rand([22, 300], generator=torch.Generator().manual_seed(40)).t()
+    heights = torch.arange(300) % 50 + 1
+    widths = torch.arange(300) % 37 * 9 + 1
+    for label, h, w, hs, ws in [("shared", 20, 1000, None, None),
+                                ("per sample", 0, 0, heights, widths)]:
+        expected = ops._resized_crop_windows(u, h, w, hs, ws, [0.08, 1.0], [0.75, 4 / 3])
+        got = ops._resized_crop_windows(u.to(device), h, w, hs if hs is None else hs.to(device),
+                                        ws if ws is None else ws.to(device), [0.08, 1.0],
+                                        [0.75, 4 / 3])
+        expect(f"resized_crop_windows {label}", got, expected)
 
 
 def check_augment_warp(device, g):

@@ -2,6 +2,9 @@
 docs/geometric.md): each sample through torchvision.transforms.v2.functional, on the image's own
 dtype and device, and the helpers of the test_geometric_*.py suites."""
 
+import math
+import struct
+
 import pytest
 import torch
 
@@ -117,3 +120,46 @@ def make_images(shape, dtype, device="cpu", seed=0):
     if dtype == torch.uint8:
         return torch.randint(0, 256, shape, generator=g, dtype=torch.uint8).to(device)
     return torch.rand(shape, generator=g, dtype=torch.float64).to(dtype).to(device)
+
+
+def _float32(x):
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def resized_crop_windows_reference(u, height, width, scale, ratio, exp=torch.exp):
+    """gpuaug.crop.resized_crop_windows as torch ops (what it was before its kernel,
+    ``gpuaug::_resized_crop_windows``): each sample's [top, left, height, width] rows, int64
+    [S, 4], of its uniforms ``u`` (float32 [S, 22]) in images ``height`` x ``width`` (ints or
+    int64 [S] tensors). ``exp``: the float32 exp of the log aspect ratios."""
+    scale_low, ratio_low = _float32(scale[0]), _float32(math.log(ratio[0]))
+    scale_width = _float32(_float32(scale[1]) - scale_low)
+    ratio_width = _float32(_float32(math.log(ratio[1])) - ratio_low)
+
+    def as_double(value):
+        if isinstance(value, torch.Tensor):
+            return value.double()
+        return torch.full_like(u[:, 0], float(value), dtype=torch.float64)
+
+    h_img, w_img = as_double(height), as_double(width)
+    area = (h_img * w_img).unsqueeze(1)
+    target = area * (u[:, :10] * scale_width + scale_low).double()
+    aspect = exp(u[:, 10:20] * ratio_width + ratio_low).double()
+    w = torch.round(torch.sqrt(target * aspect))
+    h = torch.round(torch.sqrt(target / aspect))
+    fits = (w > 0) & (w <= w_img.unsqueeze(1)) & (h > 0) & (h <= h_img.unsqueeze(1))
+    first = fits.to(torch.uint8).argmax(1, keepdim=True)  # the first that fits
+    found = fits.any(1)
+    w = w.gather(1, first).squeeze(1)
+    h = h.gather(1, first).squeeze(1)
+    top = torch.floor(u[:, 20].double() * (h_img - h + 1))
+    left = torch.floor(u[:, 21].double() * (w_img - w + 1))
+    # the fallback: the image's aspect ratio clamped to the ratios' range
+    low, high = min(ratio), max(ratio)
+    in_ratio = w_img / h_img
+    narrow, wide = in_ratio < low, in_ratio > high
+    fw = torch.where(wide, torch.round(h_img * high), w_img)
+    fh = torch.where(narrow, torch.round(w_img / low), h_img)
+    h, w = torch.where(found, h, fh), torch.where(found, w, fw)
+    top = torch.where(found, top, torch.floor((h_img - fh) / 2))
+    left = torch.where(found, left, torch.floor((w_img - fw) / 2))
+    return torch.stack([top, left, h, w], 1).long()
