@@ -11,7 +11,8 @@ import torch
 
 from ._geometry import (Value, _Plan, as_images, fill_values, interpolation_code, padding_code,
                         parse_padding, parse_size, per_sample)
-from . import warp
+from .warp import (_centre, _check_center, affine_rows, perspective_rows, rotation_rows,
+                   solved_coefficients, warp_interpolation)
 from .crop import center_crop_window
 from .resize import resized_size
 
@@ -191,9 +192,9 @@ def affine(image: Images, angle: Union[float, torch.Tensor],
     scale_ = _floats("affine", "scale", scale, plan, 1)[:, 0]
     if not isinstance(scale, torch.Tensor) and scale <= 0.0:
         raise ValueError("scale value should be positive")
-    cx, cy = warp._centre(warp._check_center(center), plan, angle_)
-    rows = warp.affine_rows(angle_, translate_, scale_, _shear("affine", shear, plan), cx, cy)
-    plan.warp_by(rows, warp.warp_interpolation("functional.affine", interpolation),
+    cx, cy = _centre(_check_center(center), plan, angle_)
+    rows = affine_rows(angle_, translate_, scale_, _shear("affine", shear, plan), cx, cy)
+    plan.warp_by(rows, warp_interpolation("functional.affine", interpolation),
                  fill_values("functional.affine", fill))
     return _done(plan, image)
 
@@ -208,9 +209,9 @@ def rotate(image: Images, angle: Union[float, torch.Tensor], interpolation: obje
                          "angle would give it a size of its own")
     plan = _plan("rotate", image)
     angle_ = _floats("rotate", "angle", angle, plan, 1)[:, 0]
-    cx, cy = warp._centre(warp._check_center(center), plan, angle_)
-    plan.warp_by(warp.rotation_rows(angle_, cx, cy),
-                 warp.warp_interpolation("functional.rotate", interpolation),
+    cx, cy = _centre(_check_center(center), plan, angle_)
+    plan.warp_by(rotation_rows(angle_, cx, cy),
+                 warp_interpolation("functional.rotate", interpolation),
                  fill_values("functional.rotate", fill))
     return _done(plan, image)
 
@@ -232,13 +233,13 @@ def perspective(image: Images, startpoints: Optional[Union[Sequence, torch.Tenso
     elif startpoints is not None and endpoints is not None:
         start = _floats("perspective", "startpoints", _flat(startpoints), plan, 8)
         end = _floats("perspective", "endpoints", _flat(endpoints), plan, 8)
-        coeffs = warp.solved_coefficients(start.reshape(-1, 4, 2), end.reshape(-1, 4, 2))
+        coeffs = solved_coefficients(start.reshape(-1, 4, 2), end.reshape(-1, 4, 2))
     else:
         raise ValueError("Either the startpoints/endpoints or the coefficients must have non "
                          "`None` values.")
     apply = torch.ones([plan.count], dtype=torch.bool, device=plan.device)
-    plan.warp_by(warp.perspective_rows(coeffs, apply),
-                 warp.warp_interpolation("functional.perspective", interpolation),
+    plan.warp_by(perspective_rows(coeffs, apply),
+                 warp_interpolation("functional.perspective", interpolation),
                  fill_values("functional.perspective", fill))
     return _done(plan, image)
 
