@@ -539,10 +539,7 @@ __device__ __forceinline__ void program_phase(const TilePass<P>& a, const FrontT
 
 // Resident blocks per SM the kernels ask the compiler for (64 registers): the program's phase
 // is photometric.cu's element-wise arithmetic, whose latency needs as many warps.
-#ifndef GPUAUG_AUG_BLOCKS
-#define GPUAUG_AUG_BLOCKS 4
-#endif
-constexpr int kBlocksPerSM = GPUAUG_AUG_BLOCKS;
+constexpr int kBlocksPerSM = 4;
 
 // Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
 // V: see kRun. JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the
