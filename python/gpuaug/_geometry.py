@@ -364,6 +364,7 @@ class _Geometric(TorchvisionInputs, nn.Module):
 
     generator: Optional[torch.Generator]
     geometric = True
+    warps = False  # samples through a grid, as torchvision's affine and perspective
 
     def __init__(self, generator: Optional[torch.Generator] = None) -> None:
         super().__init__()

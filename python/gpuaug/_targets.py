@@ -69,13 +69,15 @@ def _moved(transforms: Sequence[Any], rows: List[Dict[str, list]], target: torch
     return target
 
 
-def _working_dtype(dtype: torch.dtype) -> torch.dtype:
-    # the op's dtypes: integer labels as float64, exact to 2^53, which nearest copies as they are
+def _working_dtype(dtype: torch.dtype, warped: bool) -> torch.dtype:
+    # the op's dtypes: integer labels as float64, exact to 2^53, which nearest copies as they
+    # are; through a warp as float32, as torchvision's grid transform takes them (its grid, in
+    # the image's float type, rounds positions on a pixel's edge as a float32 grid does)
     if dtype == torch.bool:
         return torch.uint8
     if dtype == torch.uint8 or dtype.is_floating_point:
         return dtype
-    return torch.float64
+    return torch.float32 if warped else torch.float64
 
 
 def _check_fills(transforms: Sequence[Any]) -> None:
@@ -96,10 +98,11 @@ def _moved_masks(transforms: Sequence[Any], params: List[Dict[str, torch.Tensor]
     wrap = _tv_tensors().wrap
     out: List[torch.Tensor] = [
         wrap(mask.new_zeros(list(mask.shape[:-2]) + list(size)), like=mask) for mask in masks]
+    warped = any(t.warps for t in transforms)
     groups: Dict[Tuple[torch.dtype, torch.device], List[int]] = {}
     for j, mask in enumerate(masks):
         if mask.numel():
-            groups.setdefault((_working_dtype(mask.dtype), mask.device), []).append(j)
+            groups.setdefault((_working_dtype(mask.dtype, warped), mask.device), []).append(j)
     for (dtype, device), members in groups.items():
         planes = [masks[j].as_subclass(torch.Tensor).reshape(-1, 1, *masks[j].shape[-2:])
                   .to(dtype) for j in members]

@@ -128,6 +128,8 @@ class RandomAffine(_Geometric):
     same size, ``fill`` where it samples outside. Params: ``angle``, ``scale`` float64 [N],
     ``translate``, ``shear`` float64 [N, 2]."""
 
+    warps = True
+
     def __init__(self, degrees: object, translate: Optional[Sequence[float]] = None,
                  scale: Optional[Sequence[float]] = None, shear: object = None,
                  interpolation: object = "nearest", fill: object = 0,
@@ -205,6 +207,8 @@ class RandomRotation(_Geometric):
     samples outside. ``expand=True`` is refused: each sample's angle would give it a size of its
     own. Params: ``angle`` float64 [N]."""
 
+    warps = True
+
     def __init__(self, degrees: object, interpolation: object = "nearest", expand: bool = False,
                  center: Optional[List[float]] = None, fill: object = 0, *,
                  generator: Optional[torch.Generator] = None) -> None:
@@ -248,6 +252,8 @@ class RandomPerspective(_Geometric):
     move inwards by up to ``distortion_scale`` of half its size (each drawn per sample), the
     image warped to match (torchvision's perspective coefficients). Params: ``coefficients``
     float64 [N, 8] (torchvision's, rounded to float32 as it rounds them), ``apply`` bool [N]."""
+
+    warps = True
 
     def __init__(self, distortion_scale: float = 0.5, p: float = 0.5,
                  interpolation: object = "bilinear", fill: object = 0, *,

@@ -346,3 +346,42 @@ def test_errors():
                                          r"value, as torchvision pads it: expected 'fill' as a "
                                          r"number for samples with masks, got \[1.0, 2.0, 3.0\]"):
         T.RandomCrop(22, pad_if_needed=True, fill=[1, 2, 3])(batch[0], mask)
+
+
+# The warps: (the transform's arguments, its params' keys as torchvision's transform takes them)
+WARPS = {
+    "RandomAffine": ((25,), {"translate": (0.1, 0.2), "scale": (0.8, 1.2),
+                             "shear": (-5, 5, -3, 3), "fill": 4}),
+    "RandomRotation": ((40,), {"center": [5.0, 9.0]}),
+    "RandomPerspective": ((0.5,), {"p": 0.75, "fill": 2}),
+}
+
+
+def torchvision_warp_row(params, i):
+    row = {key: value[i].tolist() for key, value in params.items()}
+    return row, row.pop("apply", True)
+
+
+@pytest.mark.parametrize("name", list(WARPS))
+def test_warp_targets(name):
+    """RandomAffine's, RandomRotation's and RandomPerspective's samples: boxes, key points and
+    masks (through the op's warp, nearest, with the transform's fill) as torchvision's transform
+    moves them with each sample's parameters."""
+    args, kwargs = WARPS[name]
+    transform, tv = getattr(T, name)(*args, **kwargs), getattr(v2, name)(*args, **kwargs)
+    images = make_images([COUNT, 3, *SIZE], torch.uint8, seed=len(name))
+    targets = [make_targets(seed=30 * i + 2) for i in range(COUNT)]
+    params = transform.sample_params(images)
+    out, out_targets = transform(images, targets, params=params)
+    assert torch.equal(out, transform(images, params))
+    for i in range(COUNT):
+        row, apply = torchvision_warp_row(params, i)
+        pairs = ([(f"mask {k}", m, o) for k, (m, o) in enumerate(zip(targets[i]["masks"],
+                                                                      out_targets[i]["masks"]))]
+                 + [(f"boxes {b.format.name} {b.dtype}", b, o)
+                    for b, o in zip(targets[i]["boxes"], out_targets[i]["boxes"])]
+                 + [("key points", targets[i]["points"], out_targets[i]["points"])])
+        for what, target, moved in pairs:
+            expected = tv.transform(target, row) if apply else target
+            assert_same_target(moved, expected, f"{name} sample {i} {what}")
+        assert out_targets[i]["label"] == 7
