@@ -357,3 +357,32 @@ def test_draws_and_warp_capture_in_a_cuda_graph():
         torch.cuda.synchronize()
         torch.testing.assert_close(out, transform(images, {k: v.clone() for k, v in params.items()}),
                                    rtol=0, atol=0)
+
+
+def test_torchscript_and_export():
+    """The op's warp argument from TorchScript and torch.export (a dynamic batch)."""
+    geometry = torch.tensor([[0, 0, 20, 24, 0, 20, 24, 3, 4, 0],
+                             [-2, -1, 20, 24, 1, 20, 24, 0, 0, 2],
+                             [0, 0, 20, 24, 3, 20, 24, 4, 5, 0]])
+    warp = torch.tensor([[0.96, -0.28, 2.0, 0.28, 0.96, -1.0, 0, 0, 1],
+                         [1.05, 0.02, -0.5, 0.01, 0.97, 0.3, 0.001, -0.002, 2],
+                         [0, 0, 0, 0, 0, 0, 0, 0, 0]], dtype=torch.float64)
+    images = make_images([3, 3, 20, 24], torch.uint8, seed=9)
+
+    def run(images: torch.Tensor, geometry: torch.Tensor, warp: torch.Tensor) -> torch.Tensor:
+        return torch.ops.gpuaug.augment([images], geometry, [12, 14], interpolation=1,
+                                        fill=[3.0, 4.0, 5.0], warp=warp)
+
+    expected = run(images, geometry, warp)
+    torch.testing.assert_close(torch.jit.script(run)(images, geometry, warp), expected,
+                               rtol=0, atol=0)
+
+    class Warp(torch.nn.Module):
+        def forward(self, images, geometry, warp):
+            return run(images, geometry, warp)
+
+    batch = torch.export.Dim("batch", min=2)
+    program = torch.export.export(Warp(), (images, geometry, warp),
+                                  dynamic_shapes=({0: batch}, {0: batch}, {0: batch}))
+    torch.testing.assert_close(program.module()(images[:2], geometry[:2], warp[:2]),
+                               expected[:2], rtol=0, atol=0)
