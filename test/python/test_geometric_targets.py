@@ -5,9 +5,11 @@ target follows (a single image's, a video's, element i of a batch's list); the e
 
 import pytest
 import torch
+from torch.utils import _pytree as pytree
 
 from gpuaug import transforms as T
 from geometric_testing import F, make_images
+from gpuaug_testing import requires_cuda
 
 pytestmark = pytest.mark.skipif(F is None, reason="torchvision is not installed")
 
@@ -385,3 +387,28 @@ def test_warp_targets(name):
             expected = tv.transform(target, row) if apply else target
             assert_same_target(moved, expected, f"{name} sample {i} {what}")
         assert out_targets[i]["label"] == 7
+
+
+@requires_cuda
+@pytest.mark.parametrize("name", ["RandomResizedCrop", "CenterCrop larger", "Pad reflect"])
+def test_targets_on_cuda(name):
+    """Targets on the GPU come out as the same targets moved on the CPU with the same params
+    (masks through the op on each device: nearest picks the same pixels)."""
+    case = CASES[name]
+    transform = made(T, case)
+    images = make_images([COUNT, 3, *SIZE], torch.uint8, seed=3)
+    targets = [make_targets(seed=20 * i) for i in range(COUNT)]
+    if not moves_points(case):
+        targets = [{"masks": t["masks"], "label": t["label"]} for t in targets]
+    params = transform.sample_params(images)
+    out, expected = transform(images, targets, params=params)
+    # (.to keeps a tv_tensor's class and metadata, .cuda() would not)
+    on_gpu = pytree.tree_map(lambda x: x.to("cuda") if isinstance(x, torch.Tensor) else x,
+                             targets)
+    gpu_out, moved = transform(images.to("cuda"), on_gpu,
+                               params={key: value.to("cuda") for key, value in params.items()})
+    assert torch.equal(gpu_out.to("cpu"), out)
+    for got, want in zip(pytree.tree_leaves(moved), pytree.tree_leaves(expected), strict=True):
+        if isinstance(want, torch.Tensor):
+            assert got.device.type == "cuda"
+            assert_same_target(got.to("cpu"), want, f"{name} on cuda")
