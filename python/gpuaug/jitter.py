@@ -98,8 +98,11 @@ class ColorJitter(_Photometric):
         if self.enabled_row.device != image.device:
             self.enabled_row = self.enabled_row.to(image.device)
         n = u.shape[0]
-        factors = p["factors"].new_zeros([n, 4]).index_copy_(1, self.active, p["factors"])
-        keys = p["order"].new_full([n, 4], 2.0).index_copy_(1, self.active, p["order"])
+        if len(self.program) == 4:  # all four enabled: the draws are already the rows
+            factors, keys = p["factors"], p["order"]
+        else:
+            factors = p["factors"].new_zeros([n, 4]).index_copy_(1, self.active, p["factors"])
+            keys = p["order"].new_full([n, 4], 2.0).index_copy_(1, self.active, p["order"])
         return _params(factors, torch.argsort(keys, dim=1, stable=True),
                        self.enabled_row.expand(n, 4))
 
