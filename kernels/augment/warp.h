@@ -150,6 +150,15 @@ C10_HOST_DEVICE inline bool warped_taps(const double* row, SampleGeometry g, con
   return true;
 }
 
+// The image row and column of tap k (inside the window), -1 where constant padding gives it.
+template <typename P>
+C10_HOST_DEVICE inline void tap_source(const WarpTaps<P>& t, int k, const SampleGeometry& g,
+                                       const Source& src, const Settings& s, int64_t& iy,
+                                       int64_t& ix) {
+  iy = source_index(t.ky[k], g.top, g.height, g.window_vflip, src.height, s.padding_mode);
+  ix = source_index(t.kx[k], g.left, g.width, g.window_hflip, src.width, s.padding_mode);
+}
+
 // Output pixel (y, x) of a warped sample (its warp row `row`), as its dtype T holds it: v[c] for
 // C channels. `fill`: the padding's fill as T holds it (pixels of the window outside the image).
 template <int C, typename T, typename P>
@@ -166,10 +175,8 @@ C10_HOST_DEVICE inline void warped_pixel(const T* image, const Source& src,
   for (int c = 0; c < C; ++c) acc[c] = P(0);
   for (int k = 0; k < t.count; ++k) {
     if (!t.inside[k]) continue;
-    const int64_t iy = source_index(t.ky[k], g.top, g.height, g.window_vflip, src.height,
-                                    s.padding_mode);
-    const int64_t ix = source_index(t.kx[k], g.left, g.width, g.window_hflip, src.width,
-                                    s.padding_mode);
+    int64_t iy, ix;
+    tap_source(t, k, g, src, s, iy, ix);
     for (int c = 0; c < C; ++c) {
       const P value = iy < 0 || ix < 0
                           ? fill[c]
@@ -200,10 +207,8 @@ C10_HOST_DEVICE inline void warped_adjoint(G* grad, const Source& src, const Sam
   const G scale = s.warp_fill && s.interpolation != kNearest ? t.mask : G(1);
   for (int k = 0; k < t.count; ++k) {
     if (!t.inside[k]) continue;
-    const int64_t iy = source_index(t.ky[k], g.top, g.height, g.window_vflip, src.height,
-                                    s.padding_mode);
-    const int64_t ix = source_index(t.kx[k], g.left, g.width, g.window_hflip, src.width,
-                                    s.padding_mode);
+    int64_t iy, ix;
+    tap_source(t, k, g, src, s, iy, ix);
     if (iy < 0 || ix < 0) continue;
     for (int c = 0; c < channels; ++c) {
       add(grad + c * src.channel_stride + iy * src.row_stride + ix * src.column_stride,
