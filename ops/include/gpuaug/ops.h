@@ -116,6 +116,25 @@ std::vector<at::Tensor> augment_backward(
     std::optional<c10::ArrayRef<double>> factor_ranges,
     const std::optional<at::Tensor>& warp = std::nullopt);
 
+// torchvision's AutoAugment operations per sample (TrivialAugmentWide, RandAugment, AutoAugment,
+// AugMix): each sample of `image` ([N, C, H, W], uint8, float32 or float64, C 1 or 3) runs B
+// chains of D <= 4 operations, `operations` ([N, B, D] int64: 0 Identity, 1 ShearX, 2 ShearY,
+// 3 TranslateX, 4 TranslateY, 5 Rotate, 6 Brightness, 7 Color, 8 Contrast, 9 Sharpness,
+// 10 Posterize, 11 Solarize, 12 AutoContrast, 13 Equalize, 14 Invert) with `magnitudes`
+// ([N, B, D] float64), each as torchvision's _apply_image_or_video_transform(name, magnitude)
+// runs it (warps with interpolation 0 nearest or 1 bilinear, `fill` given: through the mask).
+// Without `weights` (B = 1) the chain's image is the output; with them ([N, B + 1] float32) the
+// output is AugMix's mixture w0 image + sum of w_b chain_b, in the image's dtype. Then
+// to_dtype(dtype, scale=True) (the image's, or float32 from uint8) and mean/std. No gradient.
+at::Tensor auto_augment(const at::Tensor& image, const at::Tensor& operations,
+                        const at::Tensor& magnitudes,
+                        const std::optional<at::Tensor>& weights = std::nullopt,
+                        int64_t interpolation = 0,
+                        std::optional<c10::ArrayRef<double>> fill = std::nullopt,
+                        std::optional<at::ScalarType> dtype = std::nullopt,
+                        std::optional<c10::ArrayRef<double>> mean = std::nullopt,
+                        std::optional<c10::ArrayRef<double>> stddev = std::nullopt);
+
 // A user-defined element-wise operator, compiled at run time by NVRTC for the GPU in use (CUDA
 // tensors only): `expression` is a CUDA C++ expression of the inputs, named by `names` in order
 // (one per tensor of `inputs`; they broadcast like PyTorch's and share one floating dtype, and the

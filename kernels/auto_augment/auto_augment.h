@@ -1,0 +1,92 @@
+// What gpuaug::auto_augment's op body (ops/auto_augment.cpp) and its CPU and CUDA loops share:
+// the call as the loops read it, and the table of loops.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/ArrayRef.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "kernels/auto_augment/chain.h"
+#include "kernels/loops.h"
+
+namespace gpuaug::policy {
+
+// The call: the image ([N, C, H, W], checked, in any strides), each sample's chains (operations
+// and magnitudes [N, B, D], contiguous), AugMix's weights ([N, B + 1] float32 contiguous: the
+// image's, then each chain's; null: one chain, its image the output) and the warps' settings.
+struct Call {
+  const void* image;
+  int64_t samples, channels, height, width;
+  int64_t sample_stride, channel_stride, row_stride, column_stride;
+  const int64_t* operations;
+  const double* magnitudes;
+  int64_t branches, depth;
+  const float* weights;
+  int interpolation;
+  bool fill_given;
+  double fill[3];
+
+  int64_t chains() const { return samples * branches; }
+};
+
+// A chain's view of the call: chain i (sample i / branches) with its decoded operations and slots.
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline Chain<C, T, P> chain_of(const Call& call, int64_t i,
+                                              const Decoded<P>* decoded,
+                                              const ReductionSlot<P>* slots) {
+  Chain<C, T, P> c{};
+  c.image = static_cast<const T*>(call.image) + (i / call.branches) * call.sample_stride;
+  c.channel_stride = call.channel_stride;
+  c.row_stride = call.row_stride;
+  c.column_stride = call.column_stride;
+  c.height = call.height;
+  c.width = call.width;
+  c.ops = decoded + i * call.depth;
+  c.slots = slots + i * call.depth;
+  c.interpolation = call.interpolation;
+  c.fill_given = call.fill_given;
+  for (int k = 0; k < 3; ++k) c.fill[k] = static_cast<P>(call.fill[k]);
+  return c;
+}
+
+// Operation j (of all chains' operations, in order) decoded.
+template <typename T, typename P>
+C10_HOST_DEVICE inline Decoded<P> decode_at(const Call& call, int64_t j) {
+  return decode<T, P>(static_cast<int>(call.operations[j]), call.magnitudes[j], call.width,
+                      call.height);
+}
+
+// A reduction's statistics over its chain's image before it, combined: contrast's sum of grays,
+// autocontrast's channel minima then maxima (photo::add_pixel_stats), equalize's histograms.
+template <typename T, typename P>
+C10_HOST_DEVICE inline ReductionSlot<P> finished_slot(int kind, const double (&stats)[photo::kStats],
+                                                      const int64_t* histograms, int64_t pixels) {
+  ReductionSlot<P> slot{};
+  const photo::Reduced<P> r = photo::finish_reduction<T, P>(kind, stats, pixels);
+  slot.mean = r.mean;
+  for (int c = 0; c < 3; ++c) {
+    slot.low[c] = r.low[c];
+    slot.inv_scale[c] = r.inv_scale[c];
+  }
+  if (kind == photo::kEqualize) {
+    for (int c = 0; c < 3; ++c) {
+      photo::equalize_table(histograms + c * photo::kBins, slot.table + c * photo::kBins);
+    }
+  }
+  return slot;
+}
+
+}  // namespace gpuaug::policy
+
+namespace gpuaug {
+
+// The loop fills `out` ([N, C, H, W], the output dtype, allocated and checked by the op's body).
+using AutoAugmentLoop = void (*)(const at::Tensor& out, const at::Tensor& image,
+                                 const policy::Call& call,
+                                 std::optional<c10::ArrayRef<double>> mean,
+                                 std::optional<c10::ArrayRef<double>> stddev);
+extern Loops<AutoAugmentLoop> auto_augment_loops;
+
+}  // namespace gpuaug

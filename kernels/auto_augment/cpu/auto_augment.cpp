@@ -1,0 +1,123 @@
+// gpuaug::auto_augment's CPU loop: the operations decoded, then reduction by reduction (the r-th
+// of every chain, in parallel over the chains) the statistics of each chain's image before it,
+// then every output pixel from its sample's chains (in parallel over rows).
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/auto_augment/auto_augment.h"
+#include "kernels/photometric/photometric.h"
+
+namespace gpuaug::cpu {
+namespace {
+
+using namespace gpuaug::policy;
+
+template <int C, typename T, typename P>
+void gather_statistics(const Call& call, const std::vector<Decoded<P>>& decoded,
+                       std::vector<ReductionSlot<P>>& slots) {
+  const int64_t pixels = call.height * call.width;
+  for (int r = 0; r < call.depth; ++r) {
+    at::parallel_for(0, call.chains(), 1, [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> histograms(3 * photo::kBins);
+      for (int64_t i = begin; i < end; ++i) {
+        const int k = reduction_at(decoded.data() + i * call.depth, static_cast<int>(call.depth), r);
+        if (k < 0) continue;
+        const auto chain = chain_of<C, T, P>(call, i, decoded.data(), slots.data());
+        const int kind = chain.ops[k].step.kind;
+        double stats[photo::kStats];
+        for (int s = 0; s < photo::kStats; ++s) stats[s] = photo::initial_stat(kind, s);
+        std::fill(histograms.begin(), histograms.end(), 0);
+        for (int64_t y = 0; y < call.height; ++y) {
+          for (int64_t x = 0; x < call.width; ++x) {
+            const Pixel<P> p = value_at<kMaxDepth>(chain, k, y, x);
+            if (kind == photo::kEqualize) {
+              for (int c = 0; c < C; ++c) ++histograms[c * photo::kBins + photo::equalize_bin<T>(p.v[c])];
+            } else {
+              photo::add_pixel_stats<C, T>(kind, p.v, stats);
+            }
+          }
+        }
+        slots[i * call.depth + k] = finished_slot<T, P>(kind, stats, histograms.data(), pixels);
+      }
+    });
+  }
+}
+
+template <int C, typename T, typename out_t>
+void run(const at::Tensor& out, const Call& call, std::optional<c10::ArrayRef<double>> mean,
+         std::optional<c10::ArrayRef<double>> stddev) {
+  using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t count = call.chains() * call.depth;
+  std::vector<Decoded<P>> decoded(count);
+  for (int64_t j = 0; j < count; ++j) decoded[j] = decode_at<T, P>(call, j);
+  std::vector<ReductionSlot<P>> slots(count);
+  gather_statistics<C, T, P>(call, decoded, slots);
+
+  const photo::Output<P> o = photometric_output<P>(mean, stddev);
+  out_t* dst = out.mutable_data_ptr<out_t>();
+  const int64_t s0 = out.stride(0), s1 = out.stride(1), s2 = out.stride(2), s3 = out.stride(3);
+  const int64_t depth = call.depth, branches = call.branches;
+  at::parallel_for(0, call.samples * call.height, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t n = row / call.height, y = row % call.height;
+      const auto first = chain_of<C, T, P>(call, n * branches, decoded.data(), slots.data());
+      for (int64_t x = 0; x < call.width; ++x) {
+        Pixel<P> v;
+        if (call.weights == nullptr) {
+          v = value_at<kMaxDepth>(first, static_cast<int>(depth), y, x);
+        } else {
+          const float* w = call.weights + n * (branches + 1);
+          const Pixel<P> image = first.source(y, x);
+          P mix[3];
+          for (int c = 0; c < C; ++c) mix[c] = static_cast<P>(w[0]) * image.v[c];
+          for (int64_t b = 0; b < branches; ++b) {
+            const auto chain = chain_of<C, T, P>(call, n * branches + b, decoded.data(), slots.data());
+            const Pixel<P> a = value_at<kMaxDepth>(chain, static_cast<int>(depth), y, x);
+            for (int c = 0; c < C; ++c) mix[c] = mix[c] + static_cast<P>(w[b + 1]) * a.v[c];
+          }
+          for (int c = 0; c < C; ++c) v.v[c] = mixed_value<T>(mix[c]);
+        }
+        for (int c = 0; c < C; ++c) {
+          dst[n * s0 + c * s1 + y * s2 + x * s3] = photo::convert<T, out_t, P>(v.v[c], o, c);
+        }
+      }
+    }
+  });
+}
+
+// The image's own dtype out, or float32 from uint8 (the op's body checked the pair).
+template <typename T>
+void dispatch_output(const at::Tensor& out, const at::Tensor& image, const Call& call,
+                     std::optional<c10::ArrayRef<double>> mean,
+                     std::optional<c10::ArrayRef<double>> stddev) {
+  const auto with = [&](auto out_type) {
+    using out_t = decltype(out_type);
+    if (call.channels == 1) {
+      run<1, T, out_t>(out, call, mean, stddev);
+    } else {
+      run<3, T, out_t>(out, call, mean, stddev);
+    }
+  };
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    if (out.scalar_type() == at::kFloat) return with(float{});
+  }
+  with(T{});
+}
+
+void auto_augment_cpu(const at::Tensor& out, const at::Tensor& image, const Call& call,
+                      std::optional<c10::ArrayRef<double>> mean,
+                      std::optional<c10::ArrayRef<double>> stddev) {
+  AT_DISPATCH_FLOATING_TYPES_AND(at::kByte, image.scalar_type(), "gpuaug::auto_augment", [&] {
+    dispatch_output<scalar_t>(out, image, call, mean, stddev);
+  });
+}
+
+}  // namespace
+
+GPUAUG_REGISTER_LOOP(auto_augment_loops, cpu, &auto_augment_cpu);
+
+}  // namespace gpuaug::cpu
