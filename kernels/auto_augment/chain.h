@@ -223,7 +223,8 @@ struct Chain {
 };
 
 template <int Budget, int C, typename T, typename P>
-C10_HOST_DEVICE Pixel<P> value_at(const Chain<C, T, P>& chain, int level, int64_t y, int64_t x);
+GPUAUG_POLICY_NOINLINE C10_HOST_DEVICE Pixel<P> value_at(const Chain<C, T, P>& chain, int level,
+                                                         int64_t y, int64_t x);
 
 // Bilinear warp k's pixel from its taps of the image before it (level k): grid_sample's sum in
 // its order, then torchvision's fill through the mask, held as T holds it.

@@ -11,6 +11,7 @@ from typing import Any, List, Optional
 import torch
 from torch import nn
 
+from .auto_augment import AugMix, AutoAugment, RandAugment, TrivialAugmentWide, _Policy
 from .compose import Compose
 from .conversion import RGB, Grayscale, Normalize, ToDtype
 from .crop import CenterCrop, RandomCrop, RandomResizedCrop
@@ -69,6 +70,41 @@ _GEOMETRIC = {
 }
 
 
+# torchvision's AutoAugment policies by class name: gpuaug's of their arguments
+_POLICIES = {
+    "TrivialAugmentWide": lambda t: TrivialAugmentWide(t.num_magnitude_bins, t.interpolation,
+                                                       t.fill),
+    "RandAugment": lambda t: RandAugment(t.num_ops, t.magnitude, t.num_magnitude_bins,
+                                         t.interpolation, t.fill),
+    "AutoAugment": lambda t: AutoAugment(t.policy, t.interpolation, t.fill),
+    "AugMix": lambda t: AugMix(t.severity, t.mixture_width, t.chain_depth, t.alpha, t.all_ops,
+                               t.interpolation, t.fill),
+}
+
+
+def _policy(t: Any) -> Optional[nn.Module]:
+    """gpuaug's policy for torchvision's, else None (one gpuaug cannot take: a fill of a dict of
+    types, an AugMix chain_depth over 4)."""
+    if not _is_torchvision(t) or type(t).__name__ not in _POLICIES:
+        return None
+    try:
+        return _POLICIES[type(t).__name__](t)
+    except (TypeError, ValueError):
+        return None
+
+
+def _folded(policy: _Policy, conversion: nn.Module) -> bool:
+    """Whether a ToDtype(float32) or Normalize right after ``policy`` joins its call."""
+    if isinstance(conversion, ToDtype) and conversion.dtype == torch.float32 and \
+            policy.dtype is None and policy.mean is None:
+        policy.dtype = torch.float32
+        return True
+    if isinstance(conversion, Normalize) and policy.dtype is not None and policy.mean is None:
+        policy.mean, policy.std = list(conversion.mean), list(conversion.std)
+        return True
+    return False
+
+
 def _geometric(t: Any) -> Optional[nn.Module]:
     """gpuaug's geometric transform for torchvision's, else None (one gpuaug cannot take: a
     fill of a dict of types, an interpolation other than nearest, bilinear or bicubic)."""
@@ -86,7 +122,9 @@ def from_torchvision(transform: Any, geometric: bool = True) -> Any:
     Random ones of this package, and RandomApply, RandomChoice and RandomOrder of them; and of
     its geometric ones: RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, Resize,
     CenterCrop, RandomCrop, Pad, RandomAffine, RandomRotation (without expand) and
-    RandomPerspective (not in containers). A run of them in a Compose, with the
+    RandomPerspective (not in containers); and the policies TrivialAugmentWide, RandAugment,
+    AutoAugment and AugMix (a ToDtype to float32 and a Normalize right after one join its call).
+    A run of them in a Compose, with the
     ToDtype (``scale=True``; v1's ConvertImageDtype) and Normalize among and after them, becomes
     one gpuaug Compose; the others (RandomRotation with expand, say) stay torchvision's, in place, in a Compose of torchvision's class, and so do the containers
     gpuaug's cannot hold (but for a RandomOrder of up to three transforms past gpuaug's limits,
@@ -104,6 +142,8 @@ def from_torchvision(transform: Any, geometric: bool = True) -> Any:
     converted = _photometric(transform)
     if converted is None:
         converted = _conversion(transform)
+    if converted is None:
+        converted = _policy(transform)
     if converted is None and geometric:
         converted = _geometric(transform)
     return transform if converted is None else converted
@@ -186,6 +226,14 @@ def _runs(transforms: List[Any], geometric: bool) -> List[Any]:
 
     for t in _flattened(transforms):
         conversion = _conversion(t)
+        policy = _policy(t)
+        if policy is not None or (conversion is not None and not run and parts
+                                  and isinstance(parts[-1], _Policy)
+                                  and _folded(parts[-1], conversion)):
+            close()
+            if policy is not None:
+                parts.append(policy)
+            continue
         converted = _photometric(t) if conversion is None else conversion
         if converted is None and geometric:
             converted = _geometric(t)

@@ -20,7 +20,7 @@ from .functional_geometry import (affine, center_crop, crop, hflip, pad, perspec
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
            "rgb_to_grayscale", "solarize", "posterize", "invert", "autocontrast", "equalize",
-           "permute_channels", "resized_crop", "hflip", "vflip", "resize", "center_crop", "crop",
+           "permute_channels", "adjust_sharpness", "resized_crop", "hflip", "vflip", "resize", "center_crop", "crop",
            "pad", "affine", "rotate", "perspective"]
 
 
@@ -130,6 +130,29 @@ def permute_channels(image: torch.Tensor,
     for p in permutation:
         code, weight = code + p * weight, weight * 3
     return _call(image, 9, _factors(image, float(code), "permutation"))  # Stage.PERMUTE_CHANNELS
+
+
+def adjust_sharpness(image: torch.Tensor,
+                     sharpness_factor: Union[float, torch.Tensor]) -> torch.Tensor:
+    """torchvision's adjust_sharpness: a blend with the image's 3x3 smoothing (rounded for
+    uint8), the border rows and columns kept, images of at most two rows or columns unchanged.
+    One call of ``gpuaug::auto_augment`` (uint8, float32 or float64 images); no gradient."""
+    if isinstance(sharpness_factor, numbers.Number):
+        if sharpness_factor < 0:
+            raise ValueError(f"sharpness_factor ({sharpness_factor}) is not non-negative.")
+    elif not isinstance(sharpness_factor, torch.Tensor):
+        raise TypeError("gpuaug.functional.adjust_sharpness: expected 'sharpness_factor' as a "
+                        f"number or a tensor, got {type(sharpness_factor).__name__}")
+    batch = image.unsqueeze(0) if image.dim() == 3 else image.flatten(0, -4)
+    samples = 1 if image.dim() == 3 else image.shape[0]
+    frames = batch.shape[0] // max(samples, 1)
+    factor = torch.as_tensor(sharpness_factor, dtype=torch.float64, device=image.device)
+    factor = factor.expand(samples).repeat_interleave(frames) if factor.dim() == 0 else \
+        factor.double().reshape(samples).repeat_interleave(frames)
+    n = batch.shape[0]
+    operations = torch.full([n, 1, 1], 9, dtype=torch.int64, device=image.device)  # Sharpness
+    out = torch.ops.gpuaug.auto_augment(batch, operations, (factor - 1.0).view(n, 1, 1))
+    return out.reshape(image.shape)
 
 
 def _adjusted(function: str, image: torch.Tensor, stage: int,

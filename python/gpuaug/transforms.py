@@ -14,10 +14,12 @@ The public names live here; the modules beside it hold them by family: ``jitter`
 RandomChannelPermutation, RandomPhotometricDistort), ``random_stages`` (one stage with a
 probability), ``conversion`` (Grayscale, RGB, ToDtype, Normalize), ``color_augment``,
 ``crop``, ``flip``, ``resize`` and ``warp`` (the geometric ones, on ``_geometry``),
+``auto_augment`` (the AutoAugment policies, through ``gpuaug::auto_augment``),
 ``compose``, the containers (``random_apply``, ``random_choice``, ``random_order``) and
 ``from_torchvision``.
 """
 
+from .auto_augment import AugMix, AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
 from .color_augment import ColorAugment
 from .compose import Compose
 from .conversion import RGB, Grayscale, Normalize, ToDtype
@@ -33,10 +35,10 @@ from .random_stages import (RandomAutocontrast, RandomEqualize, RandomGrayscale,
 from .resize import Pad, Resize
 from .warp import RandomAffine, RandomPerspective, RandomRotation
 
-__all__ = ["CenterCrop", "ColorAugment", "ColorJitter", "Compose", "Grayscale", "Normalize",
+__all__ = ["AugMix", "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ColorAugment", "ColorJitter", "Compose", "Grayscale", "Normalize",
            "Pad", "RandomAffine", "RandomApply", "RandomAutocontrast", "RandomChannelPermutation",
            "RandomChoice", "RandomCrop", "RandomEqualize", "RandomGrayscale",
            "RandomHorizontalFlip", "RandomInvert", "RandomOrder", "RandomPerspective",
            "RandomPhotometricDistort", "RandomPosterize", "RandomResizedCrop", "RandomRotation",
            "RandomSolarize", "RandomVerticalFlip",
-           "Resize", "RGB", "ToDtype", "from_torchvision"]
+           "RandAugment", "Resize", "RGB", "ToDtype", "TrivialAugmentWide", "from_torchvision"]

@@ -285,3 +285,33 @@ def test_cuda_graph_capture():
         out = t(images, params)
     graph.replay()
     torch.testing.assert_close(out, t(images, params), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32])
+def test_adjust_sharpness(device, dtype):
+    import gpuaug.functional as GF
+    images = make_images([5, 3, 13, 17], dtype, device, seed=6)
+    factors = torch.tensor([0.0, 0.3, 1.0, 1.7, 3.0], device=device)
+    out = GF.adjust_sharpness(images, factors)
+    expected = torch.stack([F.adjust_sharpness(images[i], float(factors[i])) for i in range(5)])
+    assert_matches(out, expected, "adjust_sharpness")
+    assert_matches(GF.adjust_sharpness(images[0], 0.5), F.adjust_sharpness(images[0], 0.5))
+    with pytest.raises(ValueError, match="not non-negative"):
+        GF.adjust_sharpness(images, -1.0)
+
+
+def test_from_torchvision_policies():
+    from gpuaug.transforms import from_torchvision
+    pipeline = from_torchvision(V2.Compose([
+        V2.RandomResizedCrop(16), V2.RandAugment(num_ops=3, magnitude=5),
+        V2.ToDtype(torch.float32, scale=True), V2.Normalize([0.5] * 3, [0.2] * 3)]))
+    policy = pipeline.transforms[1]
+    assert isinstance(policy, A.RandAugment) and len(pipeline.transforms) == 2
+    assert (policy.num_ops, policy.magnitude, policy.dtype, policy.mean) == \
+        (3, 5, torch.float32, [0.5] * 3)
+    for tv in [V2.TrivialAugmentWide(num_magnitude_bins=11), V2.AutoAugment(V2.AutoAugmentPolicy.SVHN),
+               V2.AugMix(severity=5, mixture_width=2)]:
+        ours = from_torchvision(tv)
+        assert type(ours).__name__ == type(tv).__name__ and isinstance(ours, A._Policy)
+    assert from_torchvision(V2.AugMix(chain_depth=6)).__module__.startswith("torchvision")
