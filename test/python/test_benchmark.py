@@ -251,3 +251,14 @@ def test_training_step_report_times_every_contender(monkeypatch):
     rows = {row["name"]: row["value"] for row in photometric_step.resnet18_step(torch.device("cuda"))}
     for contender in ["gpuaug", "torch.compile per-sample", "torchvision"]:
         assert rows[f"ResNet-18 bf16 step with {contender} ColorJitter+Normalize"] > 0
+
+
+def test_policy_cases_run(tmp_path):
+    """The AutoAugment policies' cases against torchvision's (on the batch and per image)."""
+    pytest.importorskip("torchvision")
+    path = tmp_path / "policies.json"
+    assert bench.main(["--device", "cpu", "--size", "4096", "--runs", "1", "--warmup", "0",
+                       "--only", "policy TrivialAugmentWide", "policy AugMix u8->f32",
+                       "--json", str(path)]) == 0
+    cases = json.loads(path.read_text())["cases"]
+    assert len(cases) == 6 and sum("per image" in c["baseline"] for c in cases) == 3, cases
