@@ -128,6 +128,8 @@ class _Policy(nn.Module):
     than MAX_DEPTH operations as consecutive calls. ``dtype``, ``mean`` and ``std`` convert the
     result in the same pass, as a ToDtype and Normalize after it would."""
 
+    policy_call = True  # a call of its own: gpuaug's Compose does not hold it
+
     def __init__(self, interpolation: object, fill: object,
                  generator: Optional[torch.Generator], dtype: Optional[torch.dtype],
                  mean: Optional[Sequence[float]], std: Optional[Sequence[float]]) -> None:
@@ -140,6 +142,13 @@ class _Policy(nn.Module):
         self.mean = None if mean is None else [float(m) for m in mean]
         self.std = None if std is None else [float(s) for s in std]
         self._cached: Dict[tuple, tuple] = {}
+
+    def extra_repr(self) -> str:
+        names = [k for k in ("num_ops", "magnitude", "num_magnitude_bins", "policy", "severity",
+                             "mixture_width", "chain_depth", "alpha", "all_ops") if hasattr(self, k)]
+        names += ["interpolation", "fill", "dtype", "mean", "std"]
+        return ", ".join(f"{k}={getattr(self, k)}" for k in names
+                         if k in ("interpolation",) or getattr(self, k) is not None)
 
     def _space_tables(self, space: Dict[str, tuple], bins: int, height: int, width: int,
                       device: torch.device) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -134,6 +134,12 @@ class Compose(_Photometric):
         transforms = [_color_augment_stage(t) if isinstance(t, ColorAugment) else t
                       for t in flat]
         for i, t in enumerate(transforms):
+            if getattr(t, "policy_call", False):
+                raise TypeError(f"gpuaug.transforms.Compose: {type(t).__name__} is a call of "
+                                "gpuaug::auto_augment of its own and does not join a Compose: "
+                                "run it after the Compose (torch.nn.Sequential, torchvision's "
+                                "Compose) with its dtype, mean and std for the conversion, or "
+                                "let from_torchvision build the pipeline")
             if not isinstance(t, _Photometric):
                 raise TypeError("gpuaug.transforms.Compose: expected gpuaug.transforms' "
                                 "photometric transforms or ColorAugment, got "

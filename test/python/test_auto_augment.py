@@ -315,3 +315,10 @@ def test_from_torchvision_policies():
         ours = from_torchvision(tv)
         assert type(ours).__name__ == type(tv).__name__ and isinstance(ours, A._Policy)
     assert from_torchvision(V2.AugMix(chain_depth=6)).__module__.startswith("torchvision")
+
+
+def test_compose_refuses_a_policy():
+    from gpuaug import transforms as T
+    with pytest.raises(TypeError, match="TrivialAugmentWide is a call of gpuaug::auto_augment"):
+        T.Compose([T.RandomResizedCrop(8), T.TrivialAugmentWide()])
+    assert "num_magnitude_bins=31" in repr(A.TrivialAugmentWide())
