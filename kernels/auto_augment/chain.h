@@ -212,7 +212,7 @@ struct Chain {
   }
 
   // Operation k's photometric step on p (the others leave values as they are).
-  GPUAUG_POLICY_NOINLINE C10_HOST_DEVICE void run_step(int k, Pixel<P>& p) const {
+  C10_HOST_DEVICE void step(int k, Pixel<P>& p) const {
     if (ops[k].kind != kStep) return;
     P x[1][3] = {{p.v[0], p.v[1], p.v[2]}};
     const photo::Reduced<P> r = photo::is_reduction(ops[k].step.kind) ? slots[k].reduced()
@@ -220,11 +220,23 @@ struct Chain {
     photo::apply_step<C, T>(ops[k].step, x, r);
     for (int c = 0; c < 3; ++c) p.v[c] = x[0][c];
   }
+
+  // step() out of line, for the nested evaluations.
+  GPUAUG_POLICY_NOINLINE C10_HOST_DEVICE void step_out_of_line(int k, Pixel<P>& p) const {
+    step(k, p);
+  }
 };
+
+// The body of value_at (below), inline: the kernels' top level runs it with the steps inline
+// (Inline), the nested evaluations out of line through value_at.
+template <int Budget, bool Inline, int C, typename T, typename P>
+C10_HOST_DEVICE Pixel<P> walk(const Chain<C, T, P>& chain, int level, int64_t y, int64_t x);
 
 template <int Budget, int C, typename T, typename P>
 GPUAUG_POLICY_NOINLINE C10_HOST_DEVICE Pixel<P> value_at(const Chain<C, T, P>& chain, int level,
-                                                         int64_t y, int64_t x);
+                                                         int64_t y, int64_t x) {
+  return walk<Budget, false>(chain, level, y, x);
+}
 
 // Bilinear warp k's pixel from its taps of the image before it (level k): grid_sample's sum in
 // its order, then torchvision's fill through the mask, held as T holds it.
@@ -280,9 +292,9 @@ C10_HOST_DEVICE Pixel<P> sharpened(const Chain<C, T, P>& chain, int k, int64_t y
 // or sharpness that reads several pixels (evaluated with one Budget less), then runs the steps
 // from there. Budget: the warps and sharpness this evaluation may still nest (kMaxDepth at the
 // top: a chain has no more operations than that).
-template <int Budget, int C, typename T, typename P>
-GPUAUG_POLICY_NOINLINE C10_HOST_DEVICE Pixel<P> value_at(const Chain<C, T, P>& chain, int level,
-                                                         int64_t y, int64_t x) {
+template <int Budget, bool Inline, int C, typename T, typename P>
+C10_HOST_DEVICE inline Pixel<P> walk(const Chain<C, T, P>& chain, int level, int64_t y,
+                                     int64_t x) {
   Pixel<P> p{};
   int k = level;  // p is the image's after operation k - 1
   for (; k > 0; --k) {
@@ -310,7 +322,13 @@ GPUAUG_POLICY_NOINLINE C10_HOST_DEVICE Pixel<P> value_at(const Chain<C, T, P>& c
     }
   }
   if (k == 0) p = chain.source(y, x);
-  for (int j = k; j < level; ++j) chain.run_step(j, p);
+  for (int j = k; j < level; ++j) {
+    if constexpr (Inline) {
+      chain.step(j, p);
+    } else {
+      chain.step_out_of_line(j, p);
+    }
+  }
   return p;
 }
 

@@ -33,7 +33,7 @@ void gather_statistics(const Call& call, const std::vector<Decoded<P>>& decoded,
         std::fill(histograms.begin(), histograms.end(), 0);
         for (int64_t y = 0; y < call.height; ++y) {
           for (int64_t x = 0; x < call.width; ++x) {
-            const Pixel<P> p = value_at<kMaxDepth>(chain, k, y, x);
+            const Pixel<P> p = walk<kMaxDepth, true>(chain, k, y, x);
             if (kind == photo::kEqualize) {
               for (int c = 0; c < C; ++c) ++histograms[c * photo::kBins + photo::equalize_bin<T>(p.v[c])];
             } else {
@@ -68,7 +68,7 @@ void run(const at::Tensor& out, const Call& call, std::optional<c10::ArrayRef<do
       for (int64_t x = 0; x < call.width; ++x) {
         Pixel<P> v;
         if (call.weights == nullptr) {
-          v = value_at<kMaxDepth>(first, static_cast<int>(depth), y, x);
+          v = walk<kMaxDepth, true>(first, static_cast<int>(depth), y, x);
         } else {
           const float* w = call.weights + n * (branches + 1);
           const Pixel<P> image = first.source(y, x);
@@ -76,7 +76,7 @@ void run(const at::Tensor& out, const Call& call, std::optional<c10::ArrayRef<do
           for (int c = 0; c < C; ++c) mix[c] = static_cast<P>(w[0]) * image.v[c];
           for (int64_t b = 0; b < branches; ++b) {
             const auto chain = chain_of<C, T, P>(call, n * branches + b, decoded.data(), slots.data());
-            const Pixel<P> a = value_at<kMaxDepth>(chain, static_cast<int>(depth), y, x);
+            const Pixel<P> a = walk<kMaxDepth, true>(chain, static_cast<int>(depth), y, x);
             for (int c = 0; c < C; ++c) mix[c] = mix[c] + static_cast<P>(w[b + 1]) * a.v[c];
           }
           for (int c = 0; c < C; ++c) v.v[c] = mixed_value<T>(mix[c]);

@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kStatsThreads)
   const int64_t pixels = call.height * call.width;
   for (int64_t p = threadIdx.x; p < pixels; p += blockDim.x) {
     const int64_t y = p / call.width, x = p - y * call.width;
-    const Pixel<P> v = value_at<kMaxDepth>(chain, k, y, x);
+    const Pixel<P> v = walk<kMaxDepth, true>(chain, k, y, x);
     if (equalize) {
       for (int c = 0; c < C; ++c) atomicAdd(&counts[c * photo::kBins + photo::equalize_bin<T>(v.v[c])], 1u);
     } else {
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t y = p / call.width, x = p - y * call.width;
       Pixel<P> v;
       if (call.weights == nullptr) {
-        v = value_at<kMaxDepth>(first, depth, y, x);
+        v = walk<kMaxDepth, true>(first, depth, y, x);
       } else {
         const float* w = call.weights + n * (call.branches + 1);
         const Pixel<P> image = first.source(y, x);
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int c = 0; c < C; ++c) mix[c] = static_cast<P>(w[0]) * image.v[c];
         for (int64_t b = 0; b < call.branches; ++b) {
           const Chain<C, T, P> chain = chain_of<C, T, P>(call, n * call.branches + b, decoded, slots);
-          const Pixel<P> a = value_at<kMaxDepth>(chain, depth, y, x);
+          const Pixel<P> a = walk<kMaxDepth, true>(chain, depth, y, x);
           for (int c = 0; c < C; ++c) mix[c] = mix[c] + static_cast<P>(w[b + 1]) * a.v[c];
         }
         for (int c = 0; c < C; ++c) v.v[c] = mixed_value<T>(mix[c]);
