@@ -322,3 +322,22 @@ def test_compose_refuses_a_policy():
     with pytest.raises(TypeError, match="TrivialAugmentWide is a call of gpuaug::auto_augment"):
         T.Compose([T.RandomResizedCrop(8), T.TrivialAugmentWide()])
     assert "num_magnitude_bins=31" in repr(A.TrivialAugmentWide())
+
+
+def test_export_dynamic_batch():
+    class Policy(torch.nn.Module):
+        def forward(self, image, operations, magnitudes):
+            return torch.ops.gpuaug.auto_augment(image, operations, magnitudes,
+                                                 dtype=torch.float32, mean=[0.5] * 3,
+                                                 std=[0.25] * 3)
+
+    images = make_images([4, 3, 10, 12], torch.uint8, "cpu", seed=7)
+    operations = torch.tensor([[[5, 13]], [[9, 0]], [[1, 8]], [[12, 11]]])
+    magnitudes = torch.tensor([[[12.0, 0.0]], [[0.5, 0.0]], [[-0.2, 0.3]], [[0.0, 0.4]]],
+                              dtype=torch.float64)
+    expected = Policy()(images, operations, magnitudes)
+    batch = torch.export.Dim("batch", min=2)
+    program = torch.export.export(Policy(), (images, operations, magnitudes),
+                                  dynamic_shapes=({0: batch}, {0: batch}, {0: batch}))
+    torch.testing.assert_close(program.module()(images[:3], operations[:3], magnitudes[:3]),
+                               expected[:3], rtol=0, atol=0)
