@@ -346,8 +346,8 @@ def test_draws_and_warp_capture_in_a_cuda_graph():
     for transform in (compose, perspective):
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            transform(images)  # warm-up outside the capture
+        with torch.cuda.stream(stream):  # warm-up of the captured calls outside the capture
+            transform(images, transform.sample_params(images))
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
