@@ -119,20 +119,7 @@ void check_settings(const at::Tensor& image, int64_t interpolation,
   TORCH_CHECK(out_dtype == in_dtype || (in_dtype == at::kByte && out_dtype == at::kFloat), kOp,
               ": expected 'dtype' to be the image's dtype, or float32 for a uint8 image, but got ",
               out_dtype, " for a ", in_dtype, " image");
-  TORCH_CHECK(mean.has_value() == stddev.has_value(), kOp,
-              ": 'mean' and 'std' normalise together: pass both or neither, but got only '",
-              mean.has_value() ? "mean" : "std", "'");
-  if (!mean.has_value()) return;
-  TORCH_CHECK(out_dtype != at::kByte, kOp,
-              ": 'mean' and 'std' need a floating output dtype, but the output is ", out_dtype);
-  for (const auto& [name, values] : {std::pair{"mean", *mean}, std::pair{"std", *stddev}}) {
-    TORCH_CHECK(channels == static_cast<int64_t>(values.size()), kOp, ": expected '", name,
-                "' of length ", size_str(channels), " (one value per channel), but got ",
-                std::to_string(values.size()));
-  }
-  for (double s : *stddev) {
-    TORCH_CHECK(s != 0.0, kOp, ": 'std' must not contain 0, but got ", values_str(*stddev));
-  }
+  check_normalisation(kOp, channels, out_dtype, mean, stddev);
 }
 
 // Where the operations are on the CPU, their codes (on the GPU an unknown code is the identity:

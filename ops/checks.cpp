@@ -65,6 +65,25 @@ void check_same_shape(const char* op, const char* arg_a, const at::Tensor& a, co
               arg_a, "' ", shape_str(a.sym_sizes()), ", but got ", shape_str(b.sym_sizes()));
 }
 
+void check_normalisation(const char* op, const c10::SymInt& channels, at::ScalarType out_dtype,
+                         std::optional<c10::ArrayRef<double>> mean,
+                         std::optional<c10::ArrayRef<double>> stddev) {
+  TORCH_CHECK(mean.has_value() == stddev.has_value(), op,
+              ": 'mean' and 'std' normalise together: pass both or neither, but got only '",
+              mean.has_value() ? "mean" : "std", "'");
+  if (!mean.has_value()) return;
+  TORCH_CHECK(out_dtype != at::kByte, op,
+              ": 'mean' and 'std' need a floating output dtype, but the output is ", out_dtype);
+  for (const auto& [name, values] : {std::pair{"mean", *mean}, std::pair{"std", *stddev}}) {
+    TORCH_CHECK(channels == static_cast<int64_t>(values.size()), op, ": expected '", name,
+                "' of length ", size_str(channels), " (one value per channel), but got ",
+                std::to_string(values.size()));
+  }
+  for (double s : *stddev) {
+    TORCH_CHECK(s != 0.0, op, ": 'std' must not contain 0, but got ", values_str(*stddev));
+  }
+}
+
 at::Tensor empty_dense_like(const at::Tensor& x) {
   if (x.is_non_overlapping_and_dense()) {
     return at::empty_strided_symint(x.sym_sizes(), x.sym_strides(), x.options());

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -29,6 +30,12 @@ void check_same_dtype_and_device(const char* op, const char* arg_a, const at::Te
 // `b` must have the shape of `a`.
 void check_same_shape(const char* op, const char* arg_a, const at::Tensor& a, const char* arg_b,
                       const at::Tensor& b);
+
+// An output conversion's `mean` and `std` (Normalize): both or neither, a floating output, one
+// value per channel, no zero std.
+void check_normalisation(const char* op, const c10::SymInt& channels, at::ScalarType out_dtype,
+                         std::optional<c10::ArrayRef<double>> mean,
+                         std::optional<c10::ArrayRef<double>> stddev);
 
 // Numbers for error messages, as strings, formatted without iostreams. Streaming an integer into
 // TORCH_CHECK's message segfaults when the extension is compiled by GCC 13 (Ubuntu 24.04) against

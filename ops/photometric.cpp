@@ -316,21 +316,7 @@ void check_output(const at::Tensor& image, at::ScalarType out_dtype,
   TORCH_CHECK(pair_ok, kOp,
               ": expected 'dtype' to be the image's dtype, a floating dtype for a uint8 image or "
               "uint8 for a floating one, but got ", out_dtype, " for a ", in_dtype, " image");
-  TORCH_CHECK(mean.has_value() == stddev.has_value(), kOp,
-              ": 'mean' and 'std' normalise together: pass both or neither, but got only '",
-              mean.has_value() ? "mean" : "std", "'");
-  if (!mean.has_value()) return;
-  TORCH_CHECK(out_dtype != at::kByte, kOp,
-              ": 'mean' and 'std' need a floating output dtype, but the output is ", out_dtype);
-  const auto c = image.sym_size(image.dim() - 3);
-  for (const auto& [name, values] : {std::pair{"mean", *mean}, std::pair{"std", *stddev}}) {
-    TORCH_CHECK(c == static_cast<int64_t>(values.size()), kOp, ": expected '", name,
-                "' of length ", size_str(c), " (one value per channel), but got ",
-                std::to_string(values.size()));
-  }
-  for (double s : *stddev) {
-    TORCH_CHECK(s != 0.0, kOp, ": 'std' must not contain 0, but got ", values_str(*stddev));
-  }
+  check_normalisation(kOp, image.sym_size(image.dim() - 3), out_dtype, mean, stddev);
 }
 
 };

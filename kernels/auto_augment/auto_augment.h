@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 #include "kernels/auto_augment/chain.h"
 #include "kernels/loops.h"
@@ -76,6 +77,15 @@ C10_HOST_DEVICE inline ReductionSlot<P> finished_slot(int kind, const double (&s
     }
   }
   return slot;
+}
+
+// f(out_t{}) for the call's (checked) output dtype: the image's T, or float32 from uint8.
+template <typename T, typename F>
+void with_output_type(at::ScalarType out, F&& f) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    if (out == at::kFloat) return f(float{});
+  }
+  f(T{});
 }
 
 }  // namespace gpuaug::policy

@@ -161,31 +161,20 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The image's own dtype out, or float32 from uint8 (the op's body checked the pair).
-template <typename T>
-void dispatch_output(const at::Tensor& out, const at::Tensor& image, const Call& call,
-                     std::optional<c10::ArrayRef<double>> mean,
-                     std::optional<c10::ArrayRef<double>> stddev) {
-  const auto with = [&](auto out_type) {
-    using out_t = decltype(out_type);
-    if (call.channels == 1) {
-      run<1, T, out_t>(out, image, call, mean, stddev);
-    } else {
-      run<3, T, out_t>(out, image, call, mean, stddev);
-    }
-  };
-  if constexpr (std::is_same_v<T, uint8_t>) {
-    if (out.scalar_type() == at::kFloat) return with(float{});
-  }
-  with(T{});
-}
-
 void auto_augment_cuda(const at::Tensor& out, const at::Tensor& image, const Call& call,
                        std::optional<c10::ArrayRef<double>> mean,
                        std::optional<c10::ArrayRef<double>> stddev) {
   const c10::cuda::CUDAGuard device_guard(image.device());
   AT_DISPATCH_FLOATING_TYPES_AND(at::kByte, image.scalar_type(), "gpuaug::auto_augment", [&] {
-    dispatch_output<scalar_t>(out, image, call, mean, stddev);
+    using T = scalar_t;
+    with_output_type<T>(out.scalar_type(), [&](auto out_type) {
+      using out_t = decltype(out_type);
+      if (call.channels == 1) {
+        run<1, T, out_t>(out, image, call, mean, stddev);
+      } else {
+        run<3, T, out_t>(out, image, call, mean, stddev);
+      }
+    });
   });
 }
 
