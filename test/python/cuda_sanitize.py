@@ -370,6 +370,7 @@ def main():
     check_lltm(device)
     check_augment(device)
     check_resized_crop_windows(device)
+    check_auto_augment(device)
     if device.startswith("cuda"):
         check_jit(device)
     if device.startswith("cuda"):
@@ -419,6 +420,30 @@ def check_augment(device):
         grads.append(image.grad)
     expect("augment backward", grads[0], grads[1], exact=False, atol=1e-4)
     check_augment_warp(device, g)
+
+
+def check_auto_augment(device):
+    """gpuaug::auto_augment against its CPU loop: chains that nest taps (bilinear warps,
+    sharpness) and reductions after them, AugMix's mixture, 1 and 3 channels, a channels_last
+    image, uint8 to normalised float32."""
+    g = torch.Generator().manual_seed(60)
+    u8 = torch.randint(0, 256, (4, 3, 13, 18), generator=g, dtype=torch.uint8)
+    operations = torch.tensor([[[5, 12, 9]], [[9, 8, 1]], [[13, 9, 3]], [[7, 2, 10]]])
+    magnitudes = torch.tensor([[[25.0, 0.0, 0.4]], [[-0.3, 0.5, 0.2]], [[0.0, 0.7, -5.0]],
+                               [[0.4, -0.25, 5.0]]], dtype=torch.float64)
+    cases = [("u8 bilinear", u8, operations, magnitudes, dict(interpolation=1)),
+             ("u8 to f32 nearest", u8.contiguous(memory_format=torch.channels_last), operations,
+              magnitudes, dict(dtype=torch.float32, mean=[0.5] * 3, std=[0.2] * 3)),
+             ("f32 gray", u8[:, :1].float() / 255, operations, magnitudes, dict(fill=[0.3])),
+             ("f32 mixture", u8.float() / 255, operations.expand(4, 2, 3).contiguous(),
+              magnitudes.expand(4, 2, 3).contiguous(),
+              dict(interpolation=1, weights=torch.tensor([[0.2, 0.5, 0.3]] * 4)))]
+    for label, image, ops_, mags, kwargs in cases:
+        def run(on):
+            moved = {k: (v.to(on) if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
+            return ops.auto_augment(image.to(on), ops_.to(on), mags.to(on), **moved)
+        expect(f"auto_augment {label}", run(device), run("cpu"), exact=False,
+               atol=1.5 if image.dtype == torch.uint8 and "dtype" not in kwargs else 1e-4)
 
 
 def check_resized_crop_windows(device):
