@@ -407,7 +407,8 @@ def test_targets_on_cuda(name):
                              targets)
     gpu_out, moved = transform(images.to("cuda"), on_gpu,
                                params={key: value.to("cuda") for key, value in params.items()})
-    assert torch.equal(gpu_out.to("cpu"), out)
+    # (the images within one: torch's CPU resize of uint8 rounds its two passes, its CUDA one not)
+    assert (gpu_out.to("cpu").int() - out.int()).abs().max() <= 1
     for got, want in zip(pytree.tree_leaves(moved), pytree.tree_leaves(expected), strict=True):
         if isinstance(want, torch.Tensor):
             assert got.device.type == "cuda"
