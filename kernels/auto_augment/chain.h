@@ -58,9 +58,8 @@ struct ReductionSlot {
 
 // Python's float % 360 (the result takes the divisor's sign), as rotate_image reduces its angle.
 C10_HOST_DEVICE inline double python_mod_360(double a) {
-  double r = std::fmod(a, 360.0);
-  if (r != 0.0 && r < 0.0) r += 360.0;
-  return r == 0.0 ? 0.0 : r;
+  const double r = std::fmod(a, 360.0);
+  return r < 0.0 ? r + 360.0 : (r == 0.0 ? 0.0 : r);
 }
 
 constexpr double kRadians = 3.141592653589793 / 180.0;  // math.radians' factor
@@ -163,10 +162,6 @@ C10_HOST_DEVICE inline Decoded<P> decode(int name, double magnitude, int64_t wid
   }
   if (d.kind == kWarp) d.grid = geo::warp_grid<P>(row, width, height);
   return d;
-}
-
-C10_HOST_DEVICE inline bool is_reduction(const int name) {
-  return name == kContrast || name == kAutoContrast || name == kEqualize;
 }
 
 // Keeps the evaluation's levels and the photometric steps out of line on the GPU: inlined,
