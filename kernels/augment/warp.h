@@ -49,12 +49,24 @@ C10_HOST_DEVICE inline WarpGrid<P> warp_grid(const double* row, int64_t width, i
   return g;
 }
 
+// a * b + c as torch's kernels round it on each device: nvcc fuses it into an fma in torch's
+// CUDA kernels (this library's CUDA code is built with --fmad=false, so it fuses only here),
+// torch's CPU kernels round the product.
+template <typename P>
+C10_HOST_DEVICE inline P torch_madd(P a, P b, P c) {
+#ifdef __CUDA_ARCH__
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 // grid_sample's pixel coordinate of a grid value (align_corners=False), in the formula of the
 // device's kernel (the CPU's vectorised one and the CUDA one round differently).
 template <typename P>
 C10_HOST_DEVICE inline P unnormalized(P coordinate, int64_t size) {
 #ifdef __CUDA_ARCH__
-  return ((coordinate + P(1)) * static_cast<P>(size) - P(1)) / P(2);
+  return torch_madd(coordinate + P(1), static_cast<P>(size), P(-1)) / P(2);
 #else
   return (coordinate + P(1)) * (static_cast<P>(size) / P(2)) - P(0.5);
 #endif
@@ -182,7 +194,7 @@ C10_HOST_DEVICE inline void warped_pixel(const T* image, const Source& src,
                           ? fill[c]
                           : photo::load<P>(image[c * src.channel_stride + iy * src.row_stride +
                                                  ix * src.column_stride]);
-      acc[c] += value * t.w[k];
+      acc[c] = torch_madd(value, t.w[k], acc[c]);  // grid_sample's sum
     }
   }
   for (int c = 0; c < C; ++c) {

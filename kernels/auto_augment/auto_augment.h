@@ -29,27 +29,84 @@ struct Call {
   bool fill_given;
   double fill[3];
 
-  int64_t chains() const { return samples * branches; }
+  C10_HOST_DEVICE int64_t chains() const { return samples * branches; }
 };
 
-// A chain's view of the call: chain i (sample i / branches) with its decoded operations and slots.
+// The stage images of the call's chains (stage_bases): stage s > 0 of chain i in image
+// (s - 1) % 2 of the two, [chains, C, H, W] contiguous each. Pass s writes them from stage s - 1.
+template <typename T>
+struct StageImages {
+  T* data;
+  int64_t chains, image_size;  // C * H * W
+
+  C10_HOST_DEVICE T* of(int stage, int64_t i) const {
+    return data + (((stage - 1) % 2) * chains + i) * image_size;
+  }
+
+  // The images a call of `depth` operations a chain needs: one a stage past the first, two at most.
+  static int64_t count(int64_t depth) { return depth < 2 ? 0 : (depth == 2 ? 1 : 2); }
+};
+
+// Chain i's view of the call (sample i / branches) from stage `stage` on (its base level `base`):
+// its decoded operations and slots.
 template <int C, typename T, typename P>
 C10_HOST_DEVICE inline Chain<C, T, P> chain_of(const Call& call, int64_t i,
                                               const Decoded<P>* decoded,
-                                              const ReductionSlot<P>* slots) {
+                                              const ReductionSlot<P>* slots,
+                                              const StageImages<T>& stages, int stage, int base) {
   Chain<C, T, P> c{};
-  c.image = static_cast<const T*>(call.image) + (i / call.branches) * call.sample_stride;
-  c.channel_stride = call.channel_stride;
-  c.row_stride = call.row_stride;
-  c.column_stride = call.column_stride;
+  if (stage == 0) {
+    c.image = static_cast<const T*>(call.image) + (i / call.branches) * call.sample_stride;
+    c.channel_stride = call.channel_stride;
+    c.row_stride = call.row_stride;
+    c.column_stride = call.column_stride;
+  } else {
+    c.image = stages.of(stage, i);
+    c.channel_stride = call.height * call.width;
+    c.row_stride = call.width;
+    c.column_stride = 1;
+  }
   c.height = call.height;
   c.width = call.width;
+  c.base = base;
   c.ops = decoded + i * call.depth;
   c.slots = slots + i * call.depth;
   c.interpolation = call.interpolation;
   c.fill_given = call.fill_given;
   for (int k = 0; k < 3; ++k) c.fill[k] = static_cast<P>(call.fill[k]);
   return c;
+}
+
+// The stage of a chain (bases from stage_bases, `stages` of them) that holds level k.
+C10_HOST_DEVICE inline int stage_of(const int (&bases)[kMaxDepth], int stages, int k) {
+  int s = 0;
+  while (s + 1 < stages && bases[s + 1] <= k) ++s;
+  return s;
+}
+
+// Chain i's view from the stage that holds level `level` (its last stage for the whole chain).
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline Chain<C, T, P> chain_at(const Call& call, int64_t i,
+                                              const Decoded<P>* decoded,
+                                              const ReductionSlot<P>* slots,
+                                              const StageImages<T>& stages, int level,
+                                              int* stage_out = nullptr) {
+  int bases[kMaxDepth];
+  const int count = stage_bases(decoded + i * call.depth, static_cast<int>(call.depth),
+                                call.interpolation, bases);
+  const int s = stage_of(bases, count, level);
+  if (stage_out != nullptr) *stage_out = s;
+  return chain_of<C, T, P>(call, i, decoded, slots, stages, s, bases[s]);
+}
+
+// Pixel (y, x) of sample n's image.
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline Pixel<P> sample_pixel(const Call& call, int64_t n, int64_t y, int64_t x) {
+  const T* image = static_cast<const T*>(call.image) + n * call.sample_stride +
+                   y * call.row_stride + x * call.column_stride;
+  Pixel<P> p{};
+  for (int c = 0; c < C; ++c) p.v[c] = photo::load<P>(image[c * call.channel_stride]);
+  return p;
 }
 
 // Operation j (of all chains' operations, in order) decoded.

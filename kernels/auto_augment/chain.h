@@ -1,13 +1,15 @@
 // gpuaug::auto_augment's arithmetic, shared by its CPU and CUDA loops: each sample runs chains of
 // torchvision's AutoAugment operations (the op's `operations` codes and `magnitudes`, as
 // torchvision's _AutoAugmentBase._apply_image_or_video_transform takes a name and a magnitude),
-// and a chain's image is evaluated pixel by pixel without intermediate images. A pixel of the
-// image after operation k is that operation applied to the pixels it reads of the image before
-// it: a nearest warp reads one pixel (or none: fill), a bilinear warp four, sharpness nine, the
-// photometric operations the pixel itself. Each is computed as torchvision computes it and held
-// as its dtype holds it, so the chain's values are those of torchvision's intermediate images.
-// The reductions (contrast, autocontrast, equalize) read statistics of their whole input image,
-// gathered by a pass over it before the passes that read them (ReductionSlot).
+// and a chain's image is evaluated pixel by pixel. A pixel of the image after operation k is that
+// operation applied to the pixels it reads of the image before it: a nearest warp reads one pixel
+// (or none: fill), a bilinear warp four, sharpness nine, the photometric operations the pixel
+// itself. Each is computed as torchvision computes it and held as its dtype holds it, so the
+// chain's values are those of torchvision's intermediate images. An operation that reads
+// neighbours after another one is not evaluated through it (taps of taps) but reads its input
+// written as an image by a pass of its own (stage_bases). The reductions (contrast,
+// autocontrast, equalize) read statistics of their whole input image, gathered by a pass over it
+// before the passes that read them (ReductionSlot).
 #pragma once
 
 #include <c10/macros/Macros.h>
@@ -28,8 +30,7 @@ enum Name : int {
   kSharpness, kPosterize, kSolarize, kAutoContrast, kEqualize, kInvert, kNames
 };
 
-// Operations a chain at most: each warp or sharpness evaluates the chain before it at several
-// pixels, nested (value_at's Budget).
+// Operations a chain at most (the op's check): the stage tables below hold that many.
 constexpr int kMaxDepth = 4;
 
 // What an operation does, decoded once a call from its name and magnitude (decode).
@@ -164,27 +165,46 @@ C10_HOST_DEVICE inline Decoded<P> decode(int name, double magnitude, int64_t wid
   return d;
 }
 
-// Keeps the evaluation's levels and the photometric steps out of line on the GPU: inlined,
-// each level's copy of the next and of every step would multiply the code (and its compile
-// time) by the levels.
-#ifdef __CUDACC__
-#define GPUAUG_POLICY_NOINLINE __noinline__
-#else
-#define GPUAUG_POLICY_NOINLINE
-#endif
-
 template <typename P>
 struct Pixel {
   P v[3];
 };
 
-// One chain of one sample: its image (a [C, H, W] plane set with these strides), its decoded
-// operations and its reductions' statistics (a slot per operation), and the call's warp settings.
+// Whether operation `op` reads several pixels of the image before it (a bilinear warp's four
+// taps, sharpness's nine): its input must be readable at any pixel, so it is either the start of
+// the chain's stage or a plain function of it.
+template <typename P>
+C10_HOST_DEVICE inline bool reads_neighbours(const Decoded<P>& op, int interpolation) {
+  return op.kind == kSharpen || (op.kind == kWarp && interpolation != geo::kNearest);
+}
+
+// A chain's stages: operations from one base level to the next, each holding at most one
+// operation that reads neighbours. Stage 0 starts at the sample's image; stage s > 0 at the
+// image after the operations before bases[s], written by the call's pass s (no tap of a tap:
+// nesting them would cost each pixel the product of their taps). Returns the number of stages.
+template <typename P>
+C10_HOST_DEVICE inline int stage_bases(const Decoded<P>* ops, int depth, int interpolation,
+                                       int (&bases)[kMaxDepth]) {
+  int stages = 1;
+  bases[0] = 0;
+  bool reads = false;  // whether the current stage has a neighbour-reading operation
+  for (int k = 0; k < depth; ++k) {
+    if (!reads_neighbours(ops[k], interpolation)) continue;
+    if (reads) bases[stages++] = k;
+    reads = true;
+  }
+  return stages;
+}
+
+// One chain of one sample from one stage's base: the image there (a [C, H, W] plane set with
+// these strides: the sample's, or the stage's scratch image), its decoded operations and its
+// reductions' statistics (a slot per operation), and the call's warp settings.
 template <int C, typename T, typename P>
 struct Chain {
   const T* image;
   int64_t channel_stride, row_stride, column_stride;
   int64_t height, width;
+  int base;  // the operations before it are in `image`
   const Decoded<P>* ops;
   const ReductionSlot<P>* slots;
   int interpolation;  // geo::kNearest or geo::kBilinear
@@ -215,34 +235,61 @@ struct Chain {
     photo::apply_step<C, T>(ops[k].step, x, r);
     for (int c = 0; c < 3; ++c) p.v[c] = x[0][c];
   }
-
-  // step() out of line, for the nested evaluations.
-  GPUAUG_POLICY_NOINLINE C10_HOST_DEVICE void step_out_of_line(int k, Pixel<P>& p) const {
-    step(k, p);
-  }
 };
 
-// The body of value_at (below), inline: the kernels' top level runs it with the steps inline
-// (Inline), the nested evaluations out of line through value_at.
-template <int Budget, bool Inline, int C, typename T, typename P>
-C10_HOST_DEVICE Pixel<P> walk(const Chain<C, T, P>& chain, int level, int64_t y, int64_t x);
-
-template <int Budget, int C, typename T, typename P>
-GPUAUG_POLICY_NOINLINE C10_HOST_DEVICE Pixel<P> value_at(const Chain<C, T, P>& chain, int level,
-                                                         int64_t y, int64_t x) {
-  return walk<Budget, false>(chain, level, y, x);
+// Walks back from level `level` through the photometric steps and nearest warps (which move the
+// position) towards the chain's base: stops at the base (reached: true), at a nearest warp's
+// outside (p the fill) or at an operation that reads neighbours (k its level + 1). The steps
+// from k on are then run by the caller.
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline bool walk_back(const Chain<C, T, P>& chain, int& k, int64_t& y,
+                                      int64_t& x, Pixel<P>& p, bool& outside) {
+  outside = false;
+  for (; k > chain.base; --k) {
+    const Decoded<P>& op = chain.ops[k - 1];
+    if (reads_neighbours(op, chain.interpolation)) return false;
+    if (op.kind != kWarp) continue;
+    P ix, iy;
+    geo::warp_position(op.grid, chain.width, chain.height, x, y, ix, iy);
+    const int64_t nx = static_cast<int64_t>(std::nearbyint(ix));
+    const int64_t ny = static_cast<int64_t>(std::nearbyint(iy));
+    if (nx < 0 || nx >= chain.width || ny < 0 || ny >= chain.height) {
+      p = chain.outside();
+      outside = true;
+      return false;
+    }
+    x = nx;
+    y = ny;
+  }
+  return true;
 }
 
-// Bilinear warp k's pixel from its taps of the image before it (level k): grid_sample's sum in
-// its order, then torchvision's fill through the mask, held as T holds it.
-template <int Budget, int C, typename T, typename P>
-C10_HOST_DEVICE Pixel<P> interpolated(const Chain<C, T, P>& chain, int k,
-                                      const geo::WarpTaps<P>& t) {
+// Pixel (y, x) of the image after `level` operations, where none from the base to there reads
+// neighbours.
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline Pixel<P> plain_at(const Chain<C, T, P>& chain, int level, int64_t y,
+                                         int64_t x) {
+  int k = level;
+  Pixel<P> p{};
+  bool outside;
+  if (walk_back(chain, k, y, x, p, outside)) p = chain.source(y, x);
+  for (int j = k; j < level; ++j) chain.step(j, p);
+  return p;
+}
+
+// Bilinear warp k's pixel (y, x) from its taps of the image before it: grid_sample's sum in its
+// order, then torchvision's fill through the mask, held as T holds it.
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline Pixel<P> interpolated(const Chain<C, T, P>& chain, int k, int64_t y,
+                                             int64_t x) {
+  P ix, iy;
+  geo::warp_position(chain.ops[k].grid, chain.width, chain.height, x, y, ix, iy);
+  const geo::WarpTaps<P> t = geo::warp_taps(ix, iy, chain.width, chain.height, geo::kBilinear);
   P acc[3] = {P(0), P(0), P(0)};
   for (int i = 0; i < t.count; ++i) {
     if (!t.inside[i]) continue;
-    const Pixel<P> tap = value_at<Budget>(chain, k, t.ky[i], t.kx[i]);
-    for (int c = 0; c < C; ++c) acc[c] += tap.v[c] * t.w[i];
+    const Pixel<P> tap = plain_at(chain, k, t.ky[i], t.kx[i]);
+    for (int c = 0; c < C; ++c) acc[c] = geo::torch_madd(tap.v[c], t.w[i], acc[c]);
   }
   Pixel<P> p{};
   for (int c = 0; c < C; ++c) {
@@ -253,12 +300,13 @@ C10_HOST_DEVICE Pixel<P> interpolated(const Chain<C, T, P>& chain, int k,
   return p;
 }
 
-// Sharpness k's pixel (y, x) from the image before it (level k): adjust_sharpness_image's 3x3
-// smoothing (rounded for uint8), blended as `view.add_(degenerate - view, alpha)`; the border
-// and images of at most two rows or columns keep their values.
-template <int Budget, int C, typename T, typename P>
-C10_HOST_DEVICE Pixel<P> sharpened(const Chain<C, T, P>& chain, int k, int64_t y, int64_t x) {
-  Pixel<P> p = value_at<Budget>(chain, k, y, x);
+// Sharpness k's pixel (y, x) from the image before it: adjust_sharpness_image's 3x3 smoothing
+// (rounded for uint8), blended as `view.add_(degenerate - view, alpha)`; the border and images
+// of at most two rows or columns keep their values.
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline Pixel<P> sharpened(const Chain<C, T, P>& chain, int k, int64_t y,
+                                          int64_t x) {
+  Pixel<P> p = plain_at(chain, k, y, x);
   if (chain.height <= 2 || chain.width <= 2 || y == 0 || x == 0 || y == chain.height - 1 ||
       x == chain.width - 1) {
     return p;
@@ -267,7 +315,7 @@ C10_HOST_DEVICE Pixel<P> sharpened(const Chain<C, T, P>& chain, int k, int64_t y
   P degenerate[3] = {P(0), P(0), P(0)};
   for (int dy = -1; dy <= 1; ++dy) {
     for (int dx = -1; dx <= 1; ++dx) {
-      const Pixel<P> tap = dy == 0 && dx == 0 ? p : value_at<Budget>(chain, k, y + dy, x + dx);
+      const Pixel<P> tap = dy == 0 && dx == 0 ? p : plain_at(chain, k, y + dy, x + dx);
       const P weight = dy == 0 && dx == 0 ? middle : edge;
       for (int c = 0; c < C; ++c) degenerate[c] += tap.v[c] * weight;
     }
@@ -282,48 +330,21 @@ C10_HOST_DEVICE Pixel<P> sharpened(const Chain<C, T, P>& chain, int k, int64_t y
   return p;
 }
 
-// Pixel (y, x) of the chain's image after its first `level` operations. Walks back through the
-// photometric steps and nearest warps (which move the position) to the source, a fill, or a warp
-// or sharpness that reads several pixels (evaluated with one Budget less), then runs the steps
-// from there. Budget: the warps and sharpness this evaluation may still nest (kMaxDepth at the
-// top: a chain has no more operations than that).
-template <int Budget, bool Inline, int C, typename T, typename P>
-C10_HOST_DEVICE inline Pixel<P> walk(const Chain<C, T, P>& chain, int level, int64_t y,
-                                     int64_t x) {
-  Pixel<P> p{};
-  int k = level;  // p is the image's after operation k - 1
-  for (; k > 0; --k) {
-    const Decoded<P>& op = chain.ops[k - 1];
-    if (op.kind == kWarp) {
-      P ix, iy;
-      geo::warp_position(op.grid, chain.width, chain.height, x, y, ix, iy);
-      const geo::WarpTaps<P> t = geo::warp_taps(ix, iy, chain.width, chain.height,
-                                                chain.interpolation);
-      if (chain.interpolation == geo::kNearest) {
-        if (!t.inside[0]) {
-          p = chain.outside();
-          break;
-        }
-        x = t.kx[0];
-        y = t.ky[0];
-        continue;
-      }
-      if constexpr (Budget > 0) p = interpolated<Budget - 1>(chain, k - 1, t);
-      break;
-    }
-    if (op.kind == kSharpen) {
-      if constexpr (Budget > 0) p = sharpened<Budget - 1>(chain, k - 1, y, x);
-      break;
-    }
+// Pixel (y, x) of the chain's image after its first `level` operations, where at most one from
+// the base to there reads neighbours (stage_bases).
+template <int C, typename T, typename P>
+C10_HOST_DEVICE inline Pixel<P> value_at(const Chain<C, T, P>& chain, int level, int64_t y,
+                                         int64_t x) {
+  int k = level;
+  Pixel<P> p;
+  bool outside;
+  if (walk_back(chain, k, y, x, p, outside)) {
+    p = chain.source(y, x);
+  } else if (!outside) {
+    p = chain.ops[k - 1].kind == kSharpen ? sharpened(chain, k - 1, y, x)
+                                          : interpolated(chain, k - 1, y, x);
   }
-  if (k == 0) p = chain.source(y, x);
-  for (int j = k; j < level; ++j) {
-    if constexpr (Inline) {
-      chain.step(j, p);
-    } else {
-      chain.step_out_of_line(j, p);
-    }
-  }
+  for (int j = k; j < level; ++j) chain.step(j, p);
   return p;
 }
 

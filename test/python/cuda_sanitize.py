@@ -423,8 +423,8 @@ def check_augment(device):
 
 
 def check_auto_augment(device):
-    """gpuaug::auto_augment against its CPU loop: chains that nest taps (bilinear warps,
-    sharpness) and reductions after them, AugMix's mixture, 1 and 3 channels, a channels_last
+    """gpuaug::auto_augment against its CPU loop: chains with taps after taps (bilinear warps,
+    sharpness: stage images) and reductions after them, AugMix's mixture, 1 and 3 channels, a channels_last
     image, uint8 to normalised float32."""
     g = torch.Generator().manual_seed(60)
     u8 = torch.randint(0, 256, (4, 3, 13, 18), generator=g, dtype=torch.uint8)

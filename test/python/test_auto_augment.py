@@ -343,27 +343,35 @@ def test_export_dynamic_batch():
                                expected[:3], rtol=0, atol=0)
 
 
-CHAIN_PATTERNS = [  # (names, interpolation, magnitudes): nestings of taps, reductions after them
+CHAIN_PATTERNS = [  # (names, interpolation, magnitudes): taps after taps (a stage image each),
+    # reductions before, between and after them; shears off round values, whose taps would sit on
+    # rounding boundaries that the operations after them amplify past one
     ("Sharpness Sharpness", 0, [0.5, 0.7]), ("Rotate Rotate", 1, [20.0, -30.0]),
     ("Brightness Rotate", 1, [0.3, 20.0]), ("Color Rotate", 1, [0.3, 20.0]),
     ("Rotate AutoContrast", 1, [20.0, 0.0]), ("Rotate Contrast", 1, [20.0, 0.4]),
     ("Rotate Equalize", 1, [20.0, 0.0]), ("Rotate AutoContrast", 0, [20.0, 0.0]),
     ("Sharpness Equalize", 0, [0.5, 0.0]), ("AutoContrast Equalize", 0, [0.0, 0.0]),
     ("Rotate Sharpness", 1, [20.0, 0.5]), ("Sharpness Rotate", 1, [0.5, 20.0]),
+    ("Sharpness Sharpness Sharpness Contrast", 0, [0.9, -0.6, 0.8, 0.5]),
+    ("Rotate Sharpness AutoContrast Rotate", 1, [12.0, 0.8, 0.0, -25.0]),
+    ("ShearX Equalize ShearY Sharpness", 1, [0.2371, 0.0, -0.3137, 0.6]),
+    ("Contrast ShearX Posterize Rotate", 1, [0.5, 0.2713, 4.0, 33.0]),
+    ("TranslateX Sharpness TranslateY Solarize", 0, [3.0, 0.7, -2.0, 0.6]),
 ]
 
 
-@requires_cuda
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.float64])
 @pytest.mark.parametrize("pattern", CHAIN_PATTERNS, ids=lambda p: f"{p[0]}-{p[1]}")
-def test_chain_patterns_cuda_match_cpu(dtype, pattern):
-    """Each way one operation reads the chain before it, on the GPU as on the CPU (grid_sample's
-    two formulas aside): a failure names the pattern."""
+def test_chain_patterns(device, dtype, pattern):
+    """Each way an operation reads the chain before it, 3-channel images (a failure names the
+    pattern)."""
     names, interpolation, values = pattern
-    images = make_images([3, 3, 16, 21], dtype, "cpu", seed=8)
+    images = make_images([3, 3, 16, 21], dtype, device, seed=8)
     operations = torch.tensor([A.NAMES.index(n) for n in names.split()]).repeat(3, 1, 1)
     magnitudes = torch.tensor(values, dtype=torch.float64).repeat(3, 1, 1)
-    cpu = A.auto_augment(images, operations, magnitudes, interpolation=interpolation)
-    cuda = A.auto_augment(images.cuda(), operations.cuda(), magnitudes.cuda(),
-                          interpolation=interpolation)
-    assert_matches(cuda.cpu(), cpu, names)
+    magnitudes[1] *= 0.5
+    out = A.auto_augment(images, operations.to(device), magnitudes.to(device),
+                         interpolation=interpolation)
+    expected = reference(images, operations, magnitudes, interpolation=interpolation)
+    assert_matches(out, expected, names)

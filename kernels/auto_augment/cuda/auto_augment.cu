@@ -1,8 +1,9 @@
-// gpuaug::auto_augment on the GPU: a kernel decodes the operations (a thread each), then for each
-// reduction position r (the r-th reduction of every chain: it reads the statistics of the ones
-// before it) a statistics kernel, a block a chain (blocks of chains without one return), then the
-// output kernel, four pixels a thread, a grid row a sample. Each block's statistics are combined
-// in a fixed order (warp shuffles, then the warps in turn): the same bits run to run.
+// gpuaug::auto_augment on the GPU: a kernel decodes the operations (a thread each), then stage by
+// stage (chain.h's stage_bases) a kernel writes each chain's stage image from the stage before it
+// (blocks of chains with fewer stages return) and, for each reduction number r, a statistics
+// kernel gathers the r-th reduction of every chain that has it in that stage (a block a chain);
+// then the output kernel, four pixels a thread, a grid row a sample. Each block's statistics are
+// combined in a fixed order (warp shuffles, then the warps in turn): the same bits run to run.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
@@ -33,11 +34,14 @@ __global__ void decode_kernel(const Call call, Decoded<P>* decoded, int64_t coun
 
 template <int C, typename T, typename P>
 __global__ void __launch_bounds__(kStatsThreads)
-    statistics_kernel(const Call call, const Decoded<P>* decoded, ReductionSlot<P>* slots, int r) {
+    statistics_kernel(const Call call, const Decoded<P>* decoded, ReductionSlot<P>* slots,
+                      const StageImages<T> stages, int stage, int r) {
   const int64_t i = blockIdx.x;  // the chain
   const int k = reduction_at(decoded + i * call.depth, static_cast<int>(call.depth), r);
   if (k < 0) return;
-  const Chain<C, T, P> chain = chain_of<C, T, P>(call, i, decoded, slots);
+  int at_stage;
+  const Chain<C, T, P> chain = chain_at<C, T, P>(call, i, decoded, slots, stages, k, &at_stage);
+  if (at_stage != stage) return;
   const int kind = chain.ops[k].step.kind;
   const bool equalize = kind == photo::kEqualize;
   __shared__ unsigned counts[3 * photo::kBins];
@@ -52,7 +56,7 @@ __global__ void __launch_bounds__(kStatsThreads)
   const int64_t pixels = call.height * call.width;
   for (int64_t p = threadIdx.x; p < pixels; p += blockDim.x) {
     const int64_t y = p / call.width, x = p - y * call.width;
-    const Pixel<P> v = walk<kMaxDepth, true>(chain, k, y, x);
+    const Pixel<P> v = value_at(chain, k, y, x);
     if (equalize) {
       for (int c = 0; c < C; ++c) atomicAdd(&counts[c * photo::kBins + photo::equalize_bin<T>(v.v[c])], 1u);
     } else {
@@ -89,6 +93,33 @@ __global__ void __launch_bounds__(kStatsThreads)
   if (warp < C) photometric_impl::warp_equalize_table(histograms + warp * photo::kBins, slot.table + warp * photo::kBins);
 }
 
+// Each chain's stage `stage` image from the stage before it: four pixels a thread, a grid row a
+// chain.
+template <int C, typename T, typename P>
+__global__ void __launch_bounds__(kThreads)
+    stage_kernel(const Call call, const Decoded<P>* decoded, const ReductionSlot<P>* slots,
+                 const StageImages<T> stages, int stage) {
+  const int64_t pixels = call.height * call.width;
+  const int64_t first_pixel =
+      (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPixelsPerThread;
+  for (int64_t i = blockIdx.y; i < call.chains(); i += gridDim.y) {
+    int bases[kMaxDepth];
+    const int count = stage_bases(decoded + i * call.depth, static_cast<int>(call.depth),
+                                  call.interpolation, bases);
+    if (count <= stage) continue;
+    const Chain<C, T, P> chain =
+        chain_of<C, T, P>(call, i, decoded, slots, stages, stage - 1, bases[stage - 1]);
+    T* image = stages.of(stage, i);
+    for (int j = 0; j < kPixelsPerThread; ++j) {
+      const int64_t p = first_pixel + j;
+      if (p >= pixels) break;
+      const int64_t y = p / call.width, x = p - y * call.width;
+      const Pixel<P> v = value_at(chain, bases[stage], y, x);
+      for (int c = 0; c < C; ++c) image[c * pixels + p] = static_cast<T>(v.v[c]);
+    }
+  }
+}
+
 // The output strides (elements) of a [N, C, H, W] output.
 struct OutStrides {
   int64_t sample, channel, row, column;
@@ -97,28 +128,31 @@ struct OutStrides {
 template <int C, typename T, typename out_t, typename P>
 __global__ void __launch_bounds__(kThreads)
     output_kernel(const Call call, const Decoded<P>* decoded, const ReductionSlot<P>* slots,
-                  out_t* out, const OutStrides os, const photo::Output<P> o) {
+                  const StageImages<T> stages, out_t* out, const OutStrides os,
+                  const photo::Output<P> o) {
   const int64_t pixels = call.height * call.width;
   const int64_t first_pixel =
       (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPixelsPerThread;
   const int depth = static_cast<int>(call.depth);
   for (int64_t n = blockIdx.y; n < call.samples; n += gridDim.y) {
-    const Chain<C, T, P> first = chain_of<C, T, P>(call, n * call.branches, decoded, slots);
+    const Chain<C, T, P> first =
+        chain_at<C, T, P>(call, n * call.branches, decoded, slots, stages, depth);
     for (int j = 0; j < kPixelsPerThread; ++j) {
       const int64_t p = first_pixel + j;
       if (p >= pixels) break;
       const int64_t y = p / call.width, x = p - y * call.width;
       Pixel<P> v;
       if (call.weights == nullptr) {
-        v = walk<kMaxDepth, true>(first, depth, y, x);
+        v = value_at(first, depth, y, x);
       } else {
         const float* w = call.weights + n * (call.branches + 1);
-        const Pixel<P> image = first.source(y, x);
+        const Pixel<P> image = sample_pixel<C, T, P>(call, n, y, x);
         P mix[3];
         for (int c = 0; c < C; ++c) mix[c] = static_cast<P>(w[0]) * image.v[c];
         for (int64_t b = 0; b < call.branches; ++b) {
-          const Chain<C, T, P> chain = chain_of<C, T, P>(call, n * call.branches + b, decoded, slots);
-          const Pixel<P> a = walk<kMaxDepth, true>(chain, depth, y, x);
+          const Chain<C, T, P> chain =
+              chain_at<C, T, P>(call, n * call.branches + b, decoded, slots, stages, depth);
+          const Pixel<P> a = value_at(chain, depth, y, x);
           for (int c = 0; c < C; ++c) mix[c] = mix[c] + static_cast<P>(w[b + 1]) * a.v[c];
         }
         for (int c = 0; c < C; ++c) v.v[c] = mixed_value<T>(mix[c]);
@@ -138,26 +172,45 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int64_t count = call.chains() * call.depth;
   // the decoded operations and the reductions' slots: scratch from the caching allocator
-  const auto bytes = [](int64_t n, size_t size) { return static_cast<int64_t>(n * size); };
-  at::Tensor scratch = at::empty({bytes(count, sizeof(Decoded<P>)) + bytes(count, sizeof(ReductionSlot<P>)) + 16},
+  // the decoded operations, the reductions' slots and the stage images: scratch from the
+  // caching allocator
+  const int64_t image_size = call.channels * call.height * call.width;
+  const int64_t stage_elements = StageImages<T>::count(call.depth) * call.chains() * image_size;
+  const auto aligned = [](int64_t bytes) { return (bytes + 15) / 16 * 16; };
+  const int64_t decoded_bytes = aligned(count * static_cast<int64_t>(sizeof(Decoded<P>)));
+  const int64_t slot_bytes = aligned(count * static_cast<int64_t>(sizeof(ReductionSlot<P>)));
+  at::Tensor scratch = at::empty({decoded_bytes + slot_bytes + stage_elements * static_cast<int64_t>(sizeof(T))},
                                  image.options().dtype(at::kByte));
-  auto* decoded = reinterpret_cast<Decoded<P>*>(scratch.mutable_data_ptr<uint8_t>());
-  auto* slots = reinterpret_cast<ReductionSlot<P>*>(
-      scratch.mutable_data_ptr<uint8_t>() + (bytes(count, sizeof(Decoded<P>)) + 15) / 16 * 16);
+  uint8_t* base = scratch.mutable_data_ptr<uint8_t>();
+  auto* decoded = reinterpret_cast<Decoded<P>*>(base);
+  auto* slots = reinterpret_cast<ReductionSlot<P>*>(base + decoded_bytes);
+  const StageImages<T> stages{reinterpret_cast<T*>(base + decoded_bytes + slot_bytes),
+                              call.chains(), image_size};
   decode_kernel<T, P><<<static_cast<unsigned>(ceil_div(count, kThreads)), kThreads, 0, stream>>>(
       call, decoded, count);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  for (int r = 0; r < call.depth; ++r) {
-    statistics_kernel<C, T, P><<<static_cast<unsigned>(call.chains()), kStatsThreads, 0, stream>>>(
-        call, decoded, slots, r);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
   const int64_t pixels = call.height * call.width;
-  const dim3 grid(static_cast<unsigned>(ceil_div(pixels, int64_t{kThreads} * kPixelsPerThread)),
-                  static_cast<unsigned>(std::min<int64_t>(call.samples, 65535)));
+  const unsigned pixel_blocks =
+      static_cast<unsigned>(ceil_div(pixels, int64_t{kThreads} * kPixelsPerThread));
+  const int depth = static_cast<int>(call.depth);
+  for (int s = 0; s < depth; ++s) {
+    if (s > 0) {
+      const dim3 grid(pixel_blocks, static_cast<unsigned>(std::min<int64_t>(call.chains(), 65535)));
+      stage_kernel<C, T, P><<<grid, kThreads, 0, stream>>>(call, decoded, slots, stages, s);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    // the r-th reduction in stage s lies past r reductions and s stage bases: r + s < depth
+    for (int r = 0; r + s < depth; ++r) {
+      statistics_kernel<C, T, P><<<static_cast<unsigned>(call.chains()), kStatsThreads, 0, stream>>>(
+          call, decoded, slots, stages, s, r);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  }
+  const dim3 grid(pixel_blocks, static_cast<unsigned>(std::min<int64_t>(call.samples, 65535)));
   const OutStrides os{out.stride(0), out.stride(1), out.stride(2), out.stride(3)};
   output_kernel<C, T, out_t, P><<<grid, kThreads, 0, stream>>>(
-      call, decoded, slots, out.mutable_data_ptr<out_t>(), os, photometric_output<P>(mean, stddev));
+      call, decoded, slots, stages, out.mutable_data_ptr<out_t>(), os,
+      photometric_output<P>(mean, stddev));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
