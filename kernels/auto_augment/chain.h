@@ -286,7 +286,8 @@ C10_HOST_DEVICE inline Pixel<P> interpolated(const Chain<C, T, P>& chain, int k,
   geo::warp_position(chain.ops[k].grid, chain.width, chain.height, x, y, ix, iy);
   const geo::WarpTaps<P> t = geo::warp_taps(ix, iy, chain.width, chain.height, geo::kBilinear);
   P acc[3] = {P(0), P(0), P(0)};
-  for (int i = 0; i < t.count; ++i) {
+  GPUAUG_PHOTO_UNROLL  // the taps' arrays in registers
+  for (int i = 0; i < 4; ++i) {
     if (!t.inside[i]) continue;
     const Pixel<P> tap = plain_at(chain, k, t.ky[i], t.kx[i]);
     for (int c = 0; c < C; ++c) acc[c] = geo::torch_madd(tap.v[c], t.w[i], acc[c]);
@@ -313,7 +314,9 @@ C10_HOST_DEVICE inline Pixel<P> sharpened(const Chain<C, T, P>& chain, int k, in
   }
   const P edge = static_cast<P>(1.0 / 13.0), middle = static_cast<P>(5.0 / 13.0);
   P degenerate[3] = {P(0), P(0), P(0)};
+  GPUAUG_PHOTO_UNROLL
   for (int dy = -1; dy <= 1; ++dy) {
+    GPUAUG_PHOTO_UNROLL
     for (int dx = -1; dx <= 1; ++dx) {
       const Pixel<P> tap = dy == 0 && dx == 0 ? p : plain_at(chain, k, y + dy, x + dx);
       const P weight = dy == 0 && dx == 0 ? middle : edge;

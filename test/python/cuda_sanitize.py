@@ -428,7 +428,9 @@ def check_auto_augment(device):
     image, uint8 to normalised float32."""
     g = torch.Generator().manual_seed(60)
     u8 = torch.randint(0, 256, (4, 3, 13, 18), generator=g, dtype=torch.uint8)
-    operations = torch.tensor([[[5, 12, 9]], [[9, 8, 1]], [[13, 9, 3]], [[7, 2, 10]]])
+    # (no Posterize after a bilinear warp: the devices' grid_sample round apart by an ulp, which
+    # a posterize level can turn into a step)
+    operations = torch.tensor([[[5, 12, 9]], [[9, 8, 1]], [[13, 9, 3]], [[7, 2, 6]]])
     magnitudes = torch.tensor([[[25.0, 0.0, 0.4]], [[-0.3, 0.5, 0.2]], [[0.0, 0.7, -5.0]],
                                [[0.4, -0.25, 5.0]]], dtype=torch.float64)
     cases = [("u8 bilinear", u8, operations, magnitudes, dict(interpolation=1)),
