@@ -65,7 +65,9 @@ void gather_statistics(const Call& call, const std::vector<Decoded<P>>& decoded,
         for (int64_t x = 0; x < call.width; ++x) {
           const Pixel<P> p = value_at(chain, k, y, x);
           if (kind == photo::kEqualize) {
-            for (int c = 0; c < C; ++c) ++histograms[c * photo::kBins + photo::equalize_bin<T>(p.v[c])];
+            for (int c = 0; c < C; ++c) {
+              ++histograms[c * photo::kBins + photo::equalize_bin<T>(p.v[c])];
+            }
           } else {
             photo::add_pixel_stats<C, T>(kind, p.v, stats);
           }
@@ -90,7 +92,10 @@ void run(const at::Tensor& out, const Call& call, std::optional<c10::ArrayRef<do
   const int depth = static_cast<int>(call.depth);
   for (int s = 0; s < depth; ++s) {
     if (s > 0) write_stage<C, T, P>(call, decoded, slots, stages, s);
-    for (int r = 0; r + s < depth; ++r) gather_statistics<C, T, P>(call, decoded, slots, stages, s, r);
+    // the r-th reduction in stage s lies past r reductions and s stage bases: r + s < depth
+    for (int r = 0; r + s < depth; ++r) {
+      gather_statistics<C, T, P>(call, decoded, slots, stages, s, r);
+    }
   }
 
   const photo::Output<P> o = photometric_output<P>(mean, stddev);

@@ -171,7 +171,6 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
   using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int64_t count = call.chains() * call.depth;
-  // the decoded operations and the reductions' slots: scratch from the caching allocator
   // the decoded operations, the reductions' slots and the stage images: scratch from the
   // caching allocator
   const int64_t image_size = call.channels * call.height * call.width;
@@ -179,7 +178,8 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
   const auto aligned = [](int64_t bytes) { return (bytes + 15) / 16 * 16; };
   const int64_t decoded_bytes = aligned(count * static_cast<int64_t>(sizeof(Decoded<P>)));
   const int64_t slot_bytes = aligned(count * static_cast<int64_t>(sizeof(ReductionSlot<P>)));
-  at::Tensor scratch = at::empty({decoded_bytes + slot_bytes + stage_elements * static_cast<int64_t>(sizeof(T))},
+  const int64_t stage_bytes = stage_elements * static_cast<int64_t>(sizeof(T));
+  at::Tensor scratch = at::empty({decoded_bytes + slot_bytes + stage_bytes},
                                  image.options().dtype(at::kByte));
   uint8_t* base = scratch.mutable_data_ptr<uint8_t>();
   auto* decoded = reinterpret_cast<Decoded<P>*>(base);
@@ -195,14 +195,16 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
   const int depth = static_cast<int>(call.depth);
   for (int s = 0; s < depth; ++s) {
     if (s > 0) {
-      const dim3 grid(pixel_blocks, static_cast<unsigned>(std::min<int64_t>(call.chains(), 65535)));
+      const dim3 grid(pixel_blocks,
+                      static_cast<unsigned>(std::min<int64_t>(call.chains(), 65535)));
       stage_kernel<C, T, P><<<grid, kThreads, 0, stream>>>(call, decoded, slots, stages, s);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     // the r-th reduction in stage s lies past r reductions and s stage bases: r + s < depth
     for (int r = 0; r + s < depth; ++r) {
-      statistics_kernel<C, T, P><<<static_cast<unsigned>(call.chains()), kStatsThreads, 0, stream>>>(
-          call, decoded, slots, stages, s, r);
+      statistics_kernel<C, T, P>
+          <<<static_cast<unsigned>(call.chains()), kStatsThreads, 0, stream>>>(
+              call, decoded, slots, stages, s, r);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
