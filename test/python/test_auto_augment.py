@@ -357,6 +357,7 @@ CHAIN_PATTERNS = [  # (names, interpolation, magnitudes): taps after taps (a sta
     ("ShearX Equalize ShearY Sharpness", 1, [0.2371, 0.0, -0.3137, 0.6]),
     ("Contrast ShearX Posterize Rotate", 1, [0.5, 0.2713, 4.0, 33.0]),
     ("TranslateX Sharpness TranslateY Solarize", 0, [3.0, 0.7, -2.0, 0.6]),
+    ("Sharpness Rotate Sharpness ShearX", 1, [0.8, 21.7, -0.7, 0.2371]),  # a stage image reused
 ]
 
 
