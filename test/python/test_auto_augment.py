@@ -376,3 +376,21 @@ def test_chain_patterns(device, dtype, pattern):
                          interpolation=interpolation)
     expected = reference(images, operations, magnitudes, interpolation=interpolation)
     assert_matches(out, expected, names)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reductions_over_several_blocks(device):
+    """Images of more pixels than one GPU statistics block takes (4096), so that a chain's
+    statistics are combined from several: each reduction, first and after a stage image."""
+    images = make_images([4, 3, 75, 130], torch.uint8, device, seed=9)
+    chains = [("Equalize Brightness", [0.0, 0.3]), ("AutoContrast Equalize", [0.0, 0.0]),
+              ("Contrast Color", [0.6, -0.4]), ("Sharpness Rotate Equalize", [0.7, 17.0, 0.0])]
+    depth = max(len(names.split()) for names, _ in chains)
+    operations = torch.zeros([4, 1, depth], dtype=torch.int64)  # Identity pads the shorter
+    magnitudes = torch.zeros([4, 1, depth], dtype=torch.float64)
+    for i, (names, values) in enumerate(chains):
+        codes = [A.NAMES.index(n) for n in names.split()]
+        operations[i, 0, :len(codes)] = torch.tensor(codes)
+        magnitudes[i, 0, :len(codes)] = torch.tensor(values)
+    out = A.auto_augment(images, operations.to(device), magnitudes.to(device), interpolation=1)
+    assert_matches(out, reference(images, operations, magnitudes, interpolation=1))

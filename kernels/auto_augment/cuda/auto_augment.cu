@@ -1,9 +1,10 @@
 // gpuaug::auto_augment on the GPU: a kernel decodes the operations (a thread each), then stage by
 // stage (chain.h's stage_bases) a kernel writes each chain's stage image from the stage before it
 // (blocks of chains with fewer stages return) and, for each reduction number r, a statistics
-// kernel gathers the r-th reduction of every chain that has it in that stage (a block a chain);
-// then the output kernel, four pixels a thread, a grid row a sample. Each block's statistics are
-// combined in a fixed order (warp shuffles, then the warps in turn): the same bits run to run.
+// kernel gathers the r-th reduction of every chain that has it in that stage (blocks of a span of
+// its pixels each); then the output kernel, four pixels a thread, a grid row a sample. The
+// statistics combine in a fixed order (warp shuffles, the warps in turn, the blocks in turn): the
+// same bits run to run.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
@@ -24,7 +25,6 @@ using namespace gpuaug::policy;
 
 constexpr int kStatsThreads = 512;
 constexpr int kPixelsPerThread = 4;
-constexpr unsigned kFullWarp = 0xFFFFFFFFu;
 
 template <typename T, typename P>
 __global__ void decode_kernel(const Call call, Decoded<P>* decoded, int64_t count) {
@@ -32,10 +32,28 @@ __global__ void decode_kernel(const Call call, Decoded<P>* decoded, int64_t coun
   if (j < count) decoded[j] = decode_at<T, P>(call, j);
 }
 
+// What a chain's statistics blocks share: their statistics ([chains, splits, kStats]),
+// equalize's histograms ([chains, 3 * kBins], summed by atomics: integers, the same in any order)
+// and how many of the blocks are done ([chains]); the last two zero between launches.
+struct StatsScratch {
+  double* partials;
+  unsigned* histograms;
+  unsigned* done;
+  int64_t block_pixels;  // a block's span
+  int splits;            // blocks a chain
+};
+
+// The pixels a statistics block takes, at least (the spans are a function of the sizes alone: the
+// partials combine in the same order on every GPU).
+constexpr int64_t kStatsBlockPixels = 8 * kStatsThreads;
+
+// The r-th reduction of each chain that has it in stage `stage`: a grid column a chain, a block a
+// span of its pixels. The chain's last block to finish combines the blocks' statistics in their
+// order and writes the reduction's slot.
 template <int C, typename T, typename P>
 __global__ void __launch_bounds__(kStatsThreads)
     statistics_kernel(const Call call, const Decoded<P>* decoded, ReductionSlot<P>* slots,
-                      const StageImages<T> stages, int stage, int r) {
+                      const StageImages<T> stages, const StatsScratch scratch, int stage, int r) {
   const int64_t i = blockIdx.x;  // the chain
   const int k = reduction_at(decoded + i * call.depth, static_cast<int>(call.depth), r);
   if (k < 0) return;
@@ -46,7 +64,7 @@ __global__ void __launch_bounds__(kStatsThreads)
   const bool equalize = kind == photo::kEqualize;
   __shared__ unsigned counts[3 * photo::kBins];
   __shared__ int64_t histograms[3 * photo::kBins];
-  __shared__ double warp_stats[kStatsThreads / 32][photo::kStats];
+  __shared__ bool last;
   if (equalize) {
     for (int t = threadIdx.x; t < 3 * photo::kBins; t += blockDim.x) counts[t] = 0;
     __syncthreads();
@@ -54,7 +72,9 @@ __global__ void __launch_bounds__(kStatsThreads)
   double stats[photo::kStats];
   for (int s = 0; s < photo::kStats; ++s) stats[s] = photo::initial_stat(kind, s);
   const int64_t pixels = call.height * call.width;
-  for (int64_t p = threadIdx.x; p < pixels; p += blockDim.x) {
+  const int64_t begin = blockIdx.y * scratch.block_pixels;
+  const int64_t end = ::min(pixels, begin + scratch.block_pixels);
+  for (int64_t p = begin + threadIdx.x; p < end; p += blockDim.x) {
     const int64_t y = p / call.width, x = p - y * call.width;
     const Pixel<P> v = value_at(chain, k, y, x);
     if (equalize) {
@@ -63,21 +83,31 @@ __global__ void __launch_bounds__(kStatsThreads)
       photo::add_pixel_stats<C, T>(kind, v.v, stats);
     }
   }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int s = 0; s < photo::kStats; ++s) {
-    for (int d = 16; d > 0; d /= 2) {
-      stats[s] = photo::combine_stat(kind, s, stats[s], __shfl_down_sync(kFullWarp, stats[s], d));
+  unsigned* chain_histograms = scratch.histograms + i * 3 * photo::kBins;
+  const double* chain_partials = scratch.partials + i * scratch.splits * photo::kStats;
+  if (equalize) {
+    __syncthreads();
+    for (int t = threadIdx.x; t < C * photo::kBins; t += blockDim.x) {
+      if (counts[t] != 0) atomicAdd(&chain_histograms[t], counts[t]);
     }
-    if (lane == 0) warp_stats[warp][s] = stats[s];
+  } else {
+    photometric_impl::block_stats<kStatsThreads>(
+        kind, stats, scratch.partials + (i * scratch.splits + blockIdx.y) * photo::kStats);
   }
+  __threadfence();  // this block's partials visible before it counts itself done
   __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&scratch.done[i], 1u) == scratch.splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
   ReductionSlot<P>& slot = slots[i * call.depth + k];
   if (threadIdx.x == 0) {
     double total[photo::kStats];
     for (int s = 0; s < photo::kStats; ++s) {
       total[s] = photo::initial_stat(kind, s);
-      for (int w = 0; w < kStatsThreads / 32; ++w) {
-        total[s] = photo::combine_stat(kind, s, total[s], warp_stats[w][s]);
+      for (int b = 0; !equalize && b < scratch.splits; ++b) {
+        const double partial = __ldcg(chain_partials + b * photo::kStats + s);
+        total[s] = photo::combine_stat(kind, s, total[s], partial);
       }
     }
     const photo::Reduced<P> reduced = photo::finish_reduction<T, P>(kind, total, pixels);
@@ -86,10 +116,15 @@ __global__ void __launch_bounds__(kStatsThreads)
       slot.low[c] = reduced.low[c];
       slot.inv_scale[c] = reduced.inv_scale[c];
     }
+    scratch.done[i] = 0;  // for the next launch
   }
   if (!equalize) return;
-  for (int t = threadIdx.x; t < 3 * photo::kBins; t += blockDim.x) histograms[t] = counts[t];
+  for (int t = threadIdx.x; t < C * photo::kBins; t += blockDim.x) {
+    histograms[t] = __ldcg(&chain_histograms[t]);
+    chain_histograms[t] = 0;
+  }
   __syncthreads();
+  const int warp = threadIdx.x / 32;
   if (warp < C) photometric_impl::warp_equalize_table(histograms + warp * photo::kBins, slot.table + warp * photo::kBins);
 }
 
@@ -171,25 +206,35 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
   using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const int64_t count = call.chains() * call.depth;
-  // the decoded operations, the reductions' slots and the stage images: scratch from the
-  // caching allocator
-  const int64_t image_size = call.channels * call.height * call.width;
+  // the decoded operations, the reductions' slots, the stage images and the statistics blocks'
+  // scratch: from the caching allocator
+  const int64_t pixels = call.height * call.width;
+  const int64_t image_size = call.channels * pixels;
   const int64_t stage_elements = StageImages<T>::count(call.depth) * call.chains() * image_size;
+  const int64_t block_pixels = std::max(kStatsBlockPixels, ceil_div(pixels, 65535));
+  const int splits = static_cast<int>(ceil_div(pixels, block_pixels));
   const auto aligned = [](int64_t bytes) { return (bytes + 15) / 16 * 16; };
   const int64_t decoded_bytes = aligned(count * static_cast<int64_t>(sizeof(Decoded<P>)));
   const int64_t slot_bytes = aligned(count * static_cast<int64_t>(sizeof(ReductionSlot<P>)));
-  const int64_t stage_bytes = stage_elements * static_cast<int64_t>(sizeof(T));
-  at::Tensor scratch = at::empty({decoded_bytes + slot_bytes + stage_bytes},
-                                 image.options().dtype(at::kByte));
+  const int64_t stage_bytes = aligned(stage_elements * static_cast<int64_t>(sizeof(T)));
+  const int64_t partial_bytes = call.chains() * splits * photo::kStats * int64_t{sizeof(double)};
+  const int64_t zeroed_bytes = call.chains() * (3 * photo::kBins + 1) * int64_t{sizeof(unsigned)};
+  at::Tensor scratch =
+      at::empty({decoded_bytes + slot_bytes + stage_bytes + partial_bytes + zeroed_bytes},
+                image.options().dtype(at::kByte));
   uint8_t* base = scratch.mutable_data_ptr<uint8_t>();
   auto* decoded = reinterpret_cast<Decoded<P>*>(base);
   auto* slots = reinterpret_cast<ReductionSlot<P>*>(base + decoded_bytes);
   const StageImages<T> stages{reinterpret_cast<T*>(base + decoded_bytes + slot_bytes),
                               call.chains(), image_size};
+  uint8_t* partials = base + decoded_bytes + slot_bytes + stage_bytes;
+  auto* histograms = reinterpret_cast<unsigned*>(partials + partial_bytes);
+  const StatsScratch stats{reinterpret_cast<double*>(partials), histograms,
+                           histograms + call.chains() * 3 * photo::kBins, block_pixels, splits};
+  C10_CUDA_CHECK(cudaMemsetAsync(histograms, 0, zeroed_bytes, stream));
   decode_kernel<T, P><<<static_cast<unsigned>(ceil_div(count, kThreads)), kThreads, 0, stream>>>(
       call, decoded, count);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int64_t pixels = call.height * call.width;
   const unsigned pixel_blocks =
       static_cast<unsigned>(ceil_div(pixels, int64_t{kThreads} * kPixelsPerThread));
   const int depth = static_cast<int>(call.depth);
@@ -202,9 +247,9 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
     }
     // the r-th reduction in stage s lies past r reductions and s stage bases: r + s < depth
     for (int r = 0; r + s < depth; ++r) {
-      statistics_kernel<C, T, P>
-          <<<static_cast<unsigned>(call.chains()), kStatsThreads, 0, stream>>>(
-              call, decoded, slots, stages, s, r);
+      const dim3 grid(static_cast<unsigned>(call.chains()), static_cast<unsigned>(splits));
+      statistics_kernel<C, T, P><<<grid, kStatsThreads, 0, stream>>>(call, decoded, slots, stages,
+                                                                      stats, s, r);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
