@@ -146,7 +146,7 @@ struct Axis {
   }
 
   C10_HOST_DEVICE float weight(int j) const {
-    if (kind == 0) return w[j];
+    if (kind == 0) return w[j & 3];  // count <= 4 here; the mask keeps unrolled callers in bounds
     const float v = raw_weight(j);
     return total != 0.0f ? v / total : v;
   }

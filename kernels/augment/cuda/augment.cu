@@ -194,35 +194,41 @@ __device__ __forceinline__ void convert_store(void* out, const OutputLayout& lay
 // there; else each pixel reads its taps from the image. Both sum as geometric_pixel does, in its
 // order (the same values). The front's values wait in shared memory (FrontTile) for the program.
 constexpr int kTileWidth = 64;  // a multiple of kRun: runs start at the tile's columns
-constexpr int kTileRows = 16;
 constexpr int kTableTaps = 6;  // an axis of more (downscales by more than 2.5): computed again
 constexpr int kOutside = -1;   // an axis count: the output lies outside the resized image (fill)
 
-// The image rows a block stages, and the fill's row after them (float64 images: none).
-template <typename P>
-constexpr int staged_rows = sizeof(P) == 4 ? 22 : 0;
+// A tile's rows: uint8 tiles take twice the others' (each block's fixed work over more pixels),
+// as their front's bytes allow within the 48 KiB of static shared memory a block may take.
+template <typename T>
+constexpr int kTileRows = sizeof(T) == 1 ? 32 : 16;
 
+// The image rows a block stages (its rows' taps where they downscale by up to 1.25), and the
+// fill's row after them (float64 images: none).
+template <typename T, typename P>
+constexpr int staged_rows = sizeof(P) == 4 ? kTileRows<T> * 5 / 4 + 2 : 0;
+
+template <int Rows>
 struct Tables {
   int column_count[kTileWidth];
   int32_t column_offset[kTableTaps][kTileWidth];  // ix * column_stride, or -1: fill
   float column_weight[kTableTaps][kTileWidth];
-  int row_count[kTileRows];
-  int32_t row_index[kTableTaps][kTileRows];  // iy, or -1: fill
-  float row_weight[kTableTaps][kTileRows];
+  int row_count[Rows];
+  int32_t row_index[kTableTaps][Rows];  // iy, or -1: fill
+  float row_weight[kTableTaps][Rows];
   int first_row, last_row;  // of the image rows the tile's rows read (none: first > last)
   int untabled;             // an axis has more taps than the tables hold
 };
 
-template <int C, typename P>
+template <int C, typename T, typename P>
 struct Staged {
-  P v[staged_rows<P> + 1][C][kTileWidth];  // rows first_row..., then the fill's
+  P v[staged_rows<T, P> + 1][C][kTileWidth];  // rows first_row..., then the fill's
 };
 
 // The front's values of a tile's pixels, as the image dtype holds them (exactly: held_as), for
 // the program's phase to read in runs. Columns past the tile's, up to a whole run, hold zeros.
 template <int C, typename T>
 struct FrontTile {
-  alignas(16) T v[C][kTileRows][kTileWidth];
+  alignas(16) T v[C][kTileRows<T>][kTileWidth];
 };
 
 // kRun values of T read at once from a FrontTile (its rows and runs start aligned to this).
@@ -257,7 +263,9 @@ __device__ __forceinline__ void tabulate_axis(int64_t r, int64_t window_start, i
   const Axis a = axis_at(r, window, resized, s);
   count[i] = a.count;
   if (a.count > kTableTaps) atomicOr(&untabled, 1);
-  for (int j = 0; j < kTableTaps && j < a.count; ++j) {
+  GPUAUG_UNROLL  // constant indices keep the axis in registers (weight(j) reads its w[j])
+  for (int j = 0; j < kTableTaps; ++j) {
+    if (j >= a.count) break;
     const int64_t k = tap_index(a, j, window_start, flip, size, s.padding_mode);
     index[j][i] = k < 0 ? -1 : static_cast<int32_t>(k * stride);
     weight[j][i] = a.weight(j);
@@ -265,7 +273,8 @@ __device__ __forceinline__ void tabulate_axis(int64_t r, int64_t window_start, i
 }
 
 // Fills the tables of `tile` (t.first_row, last_row and untabled set beforehand to none).
-__device__ __forceinline__ void tabulate(Tables& t, const Tile& tile, const Source& src,
+template <int Rows>
+__device__ __forceinline__ void tabulate(Tables<Rows>& t, const Tile& tile, const Source& src,
                                          const SampleGeometry& g, const Settings& s) {
   const int columns = static_cast<int>(tile.x1 - tile.x0), rows = static_cast<int>(tile.y1 - tile.y0);
   // (a window of no pixels, which the op rejects where it can see the geometry: fill)
@@ -294,15 +303,16 @@ __device__ __forceinline__ void tabulate(Tables& t, const Tile& tile, const Sour
   }
 }
 
-__device__ __forceinline__ int image_rows(const Tables& t) {
+template <int Rows>
+__device__ __forceinline__ int image_rows(const Tables<Rows>& t) {
   return t.last_row >= t.first_row ? t.last_row - t.first_row + 1 : 0;
 }
 
 // Image row `row` (or, at -1, the fill's) resized horizontally at tile column j: each tap's value
 // times its weight, summed in order. The taps are unrolled so that a thread's loads are in flight
 // together rather than one after another.
-template <int C, typename T, typename P>
-__device__ __forceinline__ void row_sum(const Tables& t, const T* image, const Source& src,
+template <int C, typename T, typename P, int Rows>
+__device__ __forceinline__ void row_sum(const Tables<Rows>& t, const T* image, const Source& src,
                                         const P (&fill)[3], int32_t row, int j, P (&sum)[C]) {
   const T* image_row = image + int64_t{row} * src.row_stride;
   const int count = t.column_count[j];
@@ -330,8 +340,8 @@ __device__ __forceinline__ void row_sum(const Tables& t, const T* image, const S
 }
 
 // The tile's image rows and the fill's row, resized horizontally, into `staged`.
-template <int C, typename T, typename P>
-__device__ __forceinline__ void stage(Staged<C, P>& staged, const Tables& t, int columns,
+template <int C, typename T, typename P, int Rows>
+__device__ __forceinline__ void stage(Staged<C, T, P>& staged, const Tables<Rows>& t, int columns,
                                       const T* image, const Source& src, const P (&fill)[3]) {
   const int rows = image_rows(t);
   for (int k = threadIdx.x; k < (rows + 1) * columns; k += kThreads) {
@@ -340,15 +350,15 @@ __device__ __forceinline__ void stage(Staged<C, P>& staged, const Tables& t, int
     P sum[C];
     row_sum<C, T, P>(t, image, src, fill, r < rows ? t.first_row + r : -1, j, sum);
     GPUAUG_UNROLL
-    for (int c = 0; c < C; ++c) staged.v[r < rows ? r : staged_rows<P>][c][j] = sum[c];
+    for (int c = 0; c < C; ++c) staged.v[r < rows ? r : staged_rows<T, P>][c][j] = sum[c];
   }
 }
 
 // Output pixel (tile row i, column j) through the geometric front, from the tables: from the
 // staged rows where the block staged them, else from the image. The same sums, in the same
 // order, as geometric_pixel.
-template <int C, typename T, typename P>
-__device__ __forceinline__ void front_pixel(const Tables& t, const Staged<C, P>& staged,
+template <int C, typename T, typename P, int Rows>
+__device__ __forceinline__ void front_pixel(const Tables<Rows>& t, const Staged<C, T, P>& staged,
                                             bool is_staged, const T* image, const Source& src,
                                             const Settings& s, const P (&fill)[3], int i, int j,
                                             P (&v)[3]) {
@@ -365,7 +375,7 @@ __device__ __forceinline__ void front_pixel(const Tables& t, const Staged<C, P>&
     const int32_t row = t.row_index[ty][i];
     P sum[C];
     if (is_staged) {
-      const int r = row < 0 ? staged_rows<P> : row - t.first_row;
+      const int r = row < 0 ? staged_rows<T, P> : row - t.first_row;
       GPUAUG_UNROLL
       for (int c = 0; c < C; ++c) sum[c] = staged.v[r][c][j];
     } else {
@@ -397,12 +407,17 @@ __device__ __forceinline__ void fill_front(FrontTile<C, T>& front, const Tile& t
 }
 
 // The front of a tile one of whose axes has more taps than the tables hold (a downscale by more
-// than 2.5): each pixel as geometric_pixel computes it, out of line.
+// than 2.5): each pixel as geometric_pixel computes it, out of line. The out-of-line fronts take
+// scalars and pointers (into the kernel's __grid_constant__ parameters), not the kernel's local
+// structures: an address of one would put it on every thread's stack, written at the kernel's
+// start whichever front runs.
 template <int C, typename T, typename P>
-__device__ __noinline__ void untabled_front(FrontTile<C, T>& front, const Tile& tile,
-                                            const T* image, const Source& src,
-                                            const SampleGeometry& g, const Settings& s,
-                                            const Fill<P>& fill) {
+__device__ __noinline__ void untabled_front(FrontTile<C, T>& front, int64_t y0, int64_t y1,
+                                            int64_t x0, int64_t x1, const T* image,
+                                            const Source& src, const int64_t* geometry_row,
+                                            const Settings& s, const Fill<P>& fill) {
+  const Tile tile{y0, y1, x0, x1};
+  const SampleGeometry g = sample_geometry(geometry_row);
   fill_front<C, T, P>(front, tile, [&](int i, int j, P (&v)[3]) {
     geometric_pixel<C, T, P>(image, src, g, s, fill.v, row_taps(src, g, s, tile.y0 + i),
                              tile.x0 + j, v);
@@ -412,10 +427,13 @@ __device__ __noinline__ void untabled_front(FrontTile<C, T>& front, const Tile& 
 // The front of a warped sample's tile (its warp row `row`): each pixel as warped_pixel computes
 // it, out of line (the warp's registers stay out of the kernel's).
 template <int C, typename T, typename P>
-__device__ __noinline__ void warped_front(FrontTile<C, T>& front, const Tile& tile,
-                                          const T* image, const Source& src,
-                                          const SampleGeometry& g, const Settings& s,
-                                          const Fill<P>& fill, const double* row) {
+__device__ __noinline__ void warped_front(FrontTile<C, T>& front, int64_t y0, int64_t y1,
+                                          int64_t x0, int64_t x1, const T* image,
+                                          const Source& src, const int64_t* geometry_row,
+                                          const Settings& s, const Fill<P>& fill,
+                                          const double* row) {
+  const Tile tile{y0, y1, x0, x1};
+  const SampleGeometry g = sample_geometry(geometry_row);
   fill_front<C, T, P>(front, tile, [&](int i, int j, P (&v)[3]) {
     warped_pixel<C, T, P>(image, src, g, s, fill.v, row, tile.y0 + i, tile.x0 + j, v);
   });
@@ -543,16 +561,20 @@ constexpr int kBlocksPerSM = 4;
 
 // Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
 // V: see kRun. JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the
-// others' code left out of the loop.
+// others' code left out of the loop. The structures are __grid_constant__: read where they lie,
+// where a copy would cost every thread a stack frame of their size written at its start.
 template <int C, typename T, int V, typename P, bool Stats, bool JitterKinds>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     augment_kernel(const __grid_constant__ SourceTable table, const int64_t* geometry,
-                   Settings settings, Fill<P> fill, Launch launch, Program program, Rows<P> rows,
-                   double* partials, void* out, OutputLayout layout, Output<P> o) {
+                   const __grid_constant__ Settings settings, const __grid_constant__ Fill<P> fill,
+                   const __grid_constant__ Launch launch, const __grid_constant__ Program program,
+                   const __grid_constant__ Rows<P> rows, double* partials, void* out,
+                   const __grid_constant__ OutputLayout layout,
+                   const __grid_constant__ Output<P> o) {
   __shared__ SampleProgram<P> prog;
   __shared__ Reduced<P> reduced;
-  __shared__ Tables tables;
-  __shared__ Staged<C, P> staged;
+  __shared__ Tables<kTileRows<T>> tables;
+  __shared__ Staged<C, T, P> staged;
   __shared__ FrontTile<C, T> front;
   const int64_t s = launch.first_sample + blockIdx.x / launch.blocks_per_sample;
   const Tile tile = tile_of(launch, settings, blockIdx.x % launch.blocks_per_sample);
@@ -563,7 +585,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   if constexpr (!Stats) block::load_reduced<T>(reduced, partials, g, s, program.reduction);
   const Source& src = source_of(table, s);
   const T* image = static_cast<const T*>(src.data) + (s - src.first_sample) * src.sample_stride;
-  const SampleGeometry sg = sample_geometry(geometry + s * kColumns);
+  const int64_t* geometry_row = geometry + s * kColumns;
+  const SampleGeometry sg = sample_geometry(geometry_row);
   if (threadIdx.x == 0) {
     tables.first_row = INT32_MAX;
     tables.last_row = -1;
@@ -574,11 +597,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
   if (warp == nullptr) tabulate(tables, tile, src, sg, settings);
   __syncthreads();
   if (warp != nullptr) {
-    warped_front<C, T, P>(front, tile, image, src, sg, settings, fill, warp);
+    warped_front<C, T, P>(front, tile.y0, tile.y1, tile.x0, tile.x1, image, src, geometry_row,
+                          settings, fill, warp);
   } else if (tables.untabled) {
-    untabled_front<C, T, P>(front, tile, image, src, sg, settings, fill);
+    untabled_front<C, T, P>(front, tile.y0, tile.y1, tile.x0, tile.x1, image, src, geometry_row,
+                            settings, fill);
   } else {
-    const bool is_staged = image_rows(tables) <= staged_rows<P>;
+    const bool is_staged = image_rows(tables) <= staged_rows<T, P>;
     if (is_staged) {
       stage<C, T, P>(staged, tables, static_cast<int>(tile.x1 - tile.x0), image, src, fill.v);
       __syncthreads();
@@ -641,13 +666,13 @@ void for_each_table(const std::vector<Source>& sources, F&& f) {
 
 // The tiles of each sample, a function of the sizes alone (statistics combine in the same order
 // on every GPU): enough blocks in all to fill any GPU, each thread a few runs of pixels.
-Launch tiles(int64_t samples, int64_t height, int64_t width) {
+Launch tiles(int64_t samples, int64_t height, int64_t width, int tile_rows) {
   constexpr int64_t kTargetBlocks = 4096;
   const int64_t columns =  // the same for every chunk, within kRun
       ceil_div(ceil_div(width, ceil_div(width, kTileWidth)), kRun) * kRun;
   const int64_t chunks = ceil_div(width, columns);
   const int64_t wanted = ceil_div(ceil_div(kTargetBlocks, std::max<int64_t>(samples, 1)), chunks);
-  const int64_t bands = std::clamp<int64_t>(wanted, ceil_div(height, kTileRows), height);
+  const int64_t bands = std::clamp<int64_t>(wanted, ceil_div(height, tile_rows), height);
   const int64_t rows = ceil_div(height, bands);
   return {0, ceil_div(height, rows) * chunks, rows, columns, chunks};
 }
@@ -674,7 +699,8 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
                 "than 2^31 elements, on the GPU, but got ", source.height, " rows of width ",
                 source.width, " and column stride ", source.column_stride);
   }
-  const Launch shape = tiles(samples, out.size(2), out.size(3));
+  const int tile_rows = image_dtype == at::kByte ? kTileRows<uint8_t> : kTileRows<float>;
+  const Launch shape = tiles(samples, out.size(2), out.size(3), tile_rows);
   const int64_t per_sample = shape.blocks_per_sample;
   const OutputLayout layout{out.stride(0), out.stride(1), out.stride(2), out.stride(3),
                             code(out.scalar_type())};
