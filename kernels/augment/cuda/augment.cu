@@ -6,7 +6,8 @@
 // those tables) into shared memory, and last take runs of a row's pixels from there through the
 // program, the conversion and vector stores: the two phases apart, each with the registers it
 // needs, so that several blocks share an SM. With a reduction stage a first pass writes each block's
-// statistics of its pixels at that step, which the second combines per sample in a fixed order.
+// statistics of its pixels at that step, which the second combines per sample in a fixed order,
+// and its tile's front, which the second reads instead of computing it again.
 // The images travel as a table in the kernels' parameters (up to kTableSources per launch; a list
 // of more takes a launch per that many): no copy of pointers to the GPU, which a CUDA graph could
 // not replay. The adjoint adds each output pixel's gradient to its source pixels' with atomics.
@@ -559,30 +560,13 @@ __device__ __forceinline__ void program_phase(const TilePass<P>& a, const FrontT
 // is photometric.cu's element-wise arithmetic, whose latency needs as many warps.
 constexpr int kBlocksPerSM = 4;
 
-// Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
-// V: see kRun. JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the
-// others' code left out of the loop. The structures are __grid_constant__: read where they lie,
-// where a copy would cost every thread a stack frame of their size written at its start.
-template <int C, typename T, int V, typename P, bool Stats, bool JitterKinds>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
-    augment_kernel(const __grid_constant__ SourceTable table, const int64_t* geometry,
-                   const __grid_constant__ Settings settings, const __grid_constant__ Fill<P> fill,
-                   const __grid_constant__ Launch launch, const __grid_constant__ Program program,
-                   const __grid_constant__ Rows<P> rows, double* partials, void* out,
-                   const __grid_constant__ OutputLayout layout,
-                   const __grid_constant__ Output<P> o) {
-  __shared__ SampleProgram<P> prog;
-  __shared__ Reduced<P> reduced;
-  __shared__ Tables<kTileRows<T>> tables;
-  __shared__ Staged<C, T, P> staged;
-  __shared__ FrontTile<C, T> front;
-  const int64_t s = launch.first_sample + blockIdx.x / launch.blocks_per_sample;
-  const Tile tile = tile_of(launch, settings, blockIdx.x % launch.blocks_per_sample);
-  block::Geometry g{};
-  g.pixels = settings.out_height * settings.out_width;
-  g.blocks_per_image = launch.blocks_per_sample;
-  block::decode_block_program(prog, program, rows, s);
-  if constexpr (!Stats) block::load_reduced<T>(reduced, partials, g, s, program.reduction);
+// The front of sample s's tile into `front` (the block's threads; ends past a barrier).
+template <int C, typename T, typename P>
+__device__ __forceinline__ void compute_front(FrontTile<C, T>& front, Tables<kTileRows<T>>& tables,
+                                              Staged<C, T, P>& staged, const Tile& tile,
+                                              const SourceTable& table, int64_t s,
+                                              const int64_t* geometry, const Settings& settings,
+                                              const Fill<P>& fill) {
   const Source& src = source_of(table, s);
   const T* image = static_cast<const T*>(src.data) + (s - src.first_sample) * src.sample_stride;
   const int64_t* geometry_row = geometry + s * kColumns;
@@ -613,10 +597,56 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSM)
     });
   }
   __syncthreads();
+}
+
+// One tile's front copied by the block's threads in 16-byte words (after a barrier where the
+// source was just written).
+template <int C, typename T>
+__device__ __forceinline__ void copy_front(FrontTile<C, T>& to, const FrontTile<C, T>& from) {
+  static_assert(sizeof(FrontTile<C, T>) % sizeof(uint4) == 0);
+  constexpr int kWords = sizeof(FrontTile<C, T>) / sizeof(uint4);
+  for (int w = threadIdx.x; w < kWords; w += kThreads) {
+    reinterpret_cast<uint4*>(&to)[w] = reinterpret_cast<const uint4*>(&from)[w];
+  }
+}
+
+// Stats: the reduction pass (each block's statistics into partials); else the element-wise pass.
+// V: see kRun. JitterKinds: the program's stages are all jitter kinds (is_jitter_kind): the
+// others' code left out of the loop. The structures are __grid_constant__: read where they lie,
+// where a copy would cost every thread a stack frame of their size written at its start.
+template <int C, typename T, int V, typename P, bool Stats, bool JitterKinds>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSM)
+    augment_kernel(const __grid_constant__ SourceTable table, const int64_t* geometry,
+                   const __grid_constant__ Settings settings, const __grid_constant__ Fill<P> fill,
+                   const __grid_constant__ Launch launch, const __grid_constant__ Program program,
+                   const __grid_constant__ Rows<P> rows, double* partials,
+                   FrontTile<C, T>* fronts, void* out,
+                   const __grid_constant__ OutputLayout layout,
+                   const __grid_constant__ Output<P> o) {
+  __shared__ SampleProgram<P> prog;
+  __shared__ Reduced<P> reduced;
+  __shared__ Tables<kTileRows<T>> tables;
+  __shared__ Staged<C, T, P> staged;
+  __shared__ FrontTile<C, T> front;
+  const int64_t s = launch.first_sample + blockIdx.x / launch.blocks_per_sample;
+  const Tile tile = tile_of(launch, settings, blockIdx.x % launch.blocks_per_sample);
+  block::Geometry g{};
+  g.pixels = settings.out_height * settings.out_width;
+  g.blocks_per_image = launch.blocks_per_sample;
+  block::decode_block_program(prog, program, rows, s);
+  if constexpr (!Stats) block::load_reduced<T>(reduced, partials, g, s, program.reduction);
+  // the block's tile across launches (a list's sources may take several)
+  const int64_t block_index = launch.first_sample * launch.blocks_per_sample + blockIdx.x;
+  if (!Stats && fronts != nullptr) {
+    copy_front(front, fronts[block_index]);
+  } else {
+    compute_front<C, T, P>(front, tables, staged, tile, table, s, geometry, settings, fill);
+    if (Stats && fronts != nullptr) copy_front(fronts[block_index], front);
+  }
+  __syncthreads();
   const TilePass<P> pass{
       tile, s, program.reduction,
-      Stats ? partials + (launch.first_sample * launch.blocks_per_sample + blockIdx.x) * kStats
-            : nullptr,
+      Stats ? partials + block_index * kStats : nullptr,
       out, layout, o};
   program_phase<C, T, V, P, Stats, JitterKinds>(pass, front, prog, reduced);
 }
@@ -725,12 +755,20 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
       constexpr int C = decltype(channels)::value;
       constexpr bool J = decltype(jitter)::value;
       constexpr int V = decltype(run_length)::value;
+      at::Tensor kept;
+      FrontTile<C, T>* fronts = nullptr;
       if (sums != nullptr) {
+        // the first pass keeps each tile's front for the second: its bytes written and read
+        // again cost less than computing it twice
+        const int64_t bytes = samples * per_sample * int64_t{sizeof(FrontTile<C, T>)};
+        kept = at::empty({bytes}, out.options().dtype(at::kByte));
+        fronts = reinterpret_cast<FrontTile<C, T>*>(kept.mutable_data_ptr());
         for_each_table(sources, [&](const SourceTable& table, int64_t first, int64_t count) {
           const Launch launch{first, per_sample, shape.tile_rows, shape.tile_columns,
                               shape.column_chunks};
           augment_kernel<C, T, V, P, true, J><<<count * per_sample, kThreads, 0, stream>>>(
-              table, geo, settings, fill, launch, program, rows, sums, nullptr, layout, o);
+              table, geo, settings, fill, launch, program, rows, sums, fronts, nullptr, layout,
+              o);
           C10_CUDA_KERNEL_LAUNCH_CHECK();
         });
       }
@@ -738,7 +776,7 @@ void augment(const at::Tensor& out, const std::vector<Source>& sources, at::Scal
         const Launch launch{first, per_sample, shape.tile_rows, shape.tile_columns,
                               shape.column_chunks};
         augment_kernel<C, T, V, P, false, J><<<count * per_sample, kThreads, 0, stream>>>(
-            table, geo, settings, fill, launch, program, rows, sums, dst, layout, o);
+            table, geo, settings, fill, launch, program, rows, sums, fronts, dst, layout, o);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       });
     };
