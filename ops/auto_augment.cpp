@@ -46,95 +46,97 @@ namespace {
 
 constexpr const char* kOp = "gpuaug::auto_augment";
 
-void check_image(const at::Tensor& image) {
-  check_defined(kOp, "image", image);
-  TORCH_CHECK(image.dim() == 4, kOp, ": expected 'image' of shape [N, C, H, W], but got ",
+void check_image(const char* op, const at::Tensor& image) {
+  check_defined(op, "image", image);
+  TORCH_CHECK(image.dim() == 4, op, ": expected 'image' of shape [N, C, H, W], but got ",
               std::to_string(image.dim()), "-d shape ", shape_str(image.sym_sizes()));
   const auto t = image.scalar_type();
-  TORCH_CHECK(t == at::kByte || t == at::kFloat || t == at::kDouble, kOp,
+  TORCH_CHECK(t == at::kByte || t == at::kFloat || t == at::kDouble, op,
               ": expected 'image' of dtype uint8, float32 or float64, but got ", t);
   const auto channels = image.sym_size(1);
-  TORCH_CHECK(channels == 1 || channels == 3, kOp,
+  TORCH_CHECK(channels == 1 || channels == 3, op,
               ": expected 'image' with 1 or 3 channels, but got ", size_str(channels));
 }
 
 // operations (int64) and magnitudes (float64): [N, B, D], 1 <= D <= kMaxDepth.
-void check_chains(const at::Tensor& image, const at::Tensor& operations,
+void check_chains(const char* op, const at::Tensor& image, const at::Tensor& operations,
                   const at::Tensor& magnitudes) {
-  check_defined(kOp, "operations", operations);
-  check_defined(kOp, "magnitudes", magnitudes);
-  TORCH_CHECK(operations.scalar_type() == at::kLong, kOp,
+  check_defined(op, "operations", operations);
+  check_defined(op, "magnitudes", magnitudes);
+  TORCH_CHECK(operations.scalar_type() == at::kLong, op,
               ": expected 'operations' of dtype int64, but got ", operations.scalar_type());
   TORCH_CHECK(operations.dim() == 3 && operations.sym_size(0) == image.sym_size(0) &&
                   operations.sym_size(1) >= 1 && operations.sym_size(2) >= 1 &&
                   operations.sym_size(2) <= policy::kMaxDepth,
-              kOp, ": expected 'operations' of shape [", size_str(image.sym_size(0)),
+              op, ": expected 'operations' of shape [", size_str(image.sym_size(0)),
               ", B, D] (each sample's B chains of D <= ", std::to_string(policy::kMaxDepth),
               " operations), but got ", shape_str(operations.sym_sizes()));
-  TORCH_CHECK(magnitudes.scalar_type() == at::kDouble, kOp,
+  TORCH_CHECK(magnitudes.scalar_type() == at::kDouble, op,
               ": expected 'magnitudes' of dtype float64, but got ", magnitudes.scalar_type());
-  TORCH_CHECK(magnitudes.sym_sizes() == operations.sym_sizes(), kOp,
+  TORCH_CHECK(magnitudes.sym_sizes() == operations.sym_sizes(), op,
               ": expected 'magnitudes' of the shape of 'operations' ",
               shape_str(operations.sym_sizes()), ", but got ", shape_str(magnitudes.sym_sizes()));
   for (const auto& [name, t] : {std::pair{"operations", &operations},
                                 std::pair{"magnitudes", &magnitudes}}) {
-    TORCH_CHECK(t->device() == image.device(), kOp, ": expected '", name, "' on ",
+    TORCH_CHECK(t->device() == image.device(), op, ": expected '", name, "' on ",
                 image.device(), " like 'image', but got ", t->device());
   }
 }
 
-void check_weights(const at::Tensor& image, const at::Tensor& operations,
+void check_weights(const char* op, const at::Tensor& image, const at::Tensor& operations,
                    const std::optional<at::Tensor>& weights) {
   if (!weights.has_value()) {
-    TORCH_CHECK(operations.sym_size(1) == 1, kOp, ": expected one chain a sample without "
+    TORCH_CHECK(operations.sym_size(1) == 1, op, ": expected one chain a sample without "
                 "'weights' (the chain's image is the output), but 'operations' has ",
                 size_str(operations.sym_size(1)));
     return;
   }
-  check_defined(kOp, "weights", *weights);
-  TORCH_CHECK(weights->scalar_type() == at::kFloat, kOp,
+  check_defined(op, "weights", *weights);
+  TORCH_CHECK(weights->scalar_type() == at::kFloat, op,
               ": expected 'weights' of dtype float32, but got ", weights->scalar_type());
   const auto chains = operations.sym_size(1);
   TORCH_CHECK(weights->dim() == 2 && weights->sym_size(0) == image.sym_size(0) &&
                   weights->sym_size(1) == chains + 1,
-              kOp, ": expected 'weights' of shape [", size_str(image.sym_size(0)), ", ",
+              op, ": expected 'weights' of shape [", size_str(image.sym_size(0)), ", ",
               size_str(chains + 1), "] (the image's weight, then each chain's), but got ",
               shape_str(weights->sym_sizes()));
-  TORCH_CHECK(weights->device() == image.device(), kOp, ": expected 'weights' on ",
+  TORCH_CHECK(weights->device() == image.device(), op, ": expected 'weights' on ",
               image.device(), " like 'image', but got ", weights->device());
 }
 
-void check_settings(const at::Tensor& image, int64_t interpolation,
+void check_settings(const char* op, const at::Tensor& image, int64_t interpolation,
                     std::optional<c10::ArrayRef<double>> fill, at::ScalarType out_dtype,
                     std::optional<c10::ArrayRef<double>> mean,
                     std::optional<c10::ArrayRef<double>> stddev) {
-  TORCH_CHECK(interpolation == geo::kNearest || interpolation == geo::kBilinear, kOp,
+  TORCH_CHECK(interpolation == geo::kNearest || interpolation == geo::kBilinear, op,
               ": expected 'interpolation' 0 (nearest) or 1 (bilinear), torchvision's two for "
               "tensors, but got ", std::to_string(interpolation));
   const auto channels = image.sym_size(1);
-  TORCH_CHECK(!fill || fill->size() == 1 || channels == static_cast<int64_t>(fill->size()), kOp,
+  TORCH_CHECK(!fill || fill->size() == 1 || channels == static_cast<int64_t>(fill->size()), op,
               ": expected 'fill' of one value or one per channel (", size_str(channels),
               "), but got ", std::to_string(fill ? fill->size() : 0), " values");
   const auto in_dtype = image.scalar_type();
-  TORCH_CHECK(out_dtype == in_dtype || (in_dtype == at::kByte && out_dtype == at::kFloat), kOp,
+  TORCH_CHECK(out_dtype == in_dtype || (in_dtype == at::kByte && out_dtype == at::kFloat), op,
               ": expected 'dtype' to be the image's dtype, or float32 for a uint8 image, but got ",
               out_dtype, " for a ", in_dtype, " image");
-  check_normalisation(kOp, channels, out_dtype, mean, stddev);
+  check_normalisation(op, channels, out_dtype, mean, stddev);
 }
 
-// Where the operations are on the CPU, their codes (on the GPU an unknown code is the identity:
-// reading them would synchronise).
-void check_operation_values(const at::Tensor& operations) {
+}  // namespace
+
+void check_operation_values(const char* op, const at::Tensor& operations) {
   if (!operations.device().is_cpu() || operations.numel() == 0) return;
   const at::Tensor codes = operations.contiguous();
   const int64_t* v = codes.const_data_ptr<int64_t>();
   for (int64_t i = 0; i < codes.numel(); ++i) {
-    TORCH_CHECK(v[i] >= 0 && v[i] < policy::kNames, kOp,
+    TORCH_CHECK(v[i] >= 0 && v[i] < policy::kNames, op,
                 ": expected 'operations' codes 0..", std::to_string(policy::kNames - 1),
                 " (Identity .. Invert), but got ", std::to_string(v[i]), " at flat index ",
                 std::to_string(i));
   }
 }
+
+namespace {
 
 at::Tensor auto_augment_kernel(const at::Tensor& image, const at::Tensor& operations,
                                const at::Tensor& magnitudes,
@@ -146,7 +148,7 @@ at::Tensor auto_augment_kernel(const at::Tensor& image, const at::Tensor& operat
   at::Tensor out = auto_augment_meta(image, operations, magnitudes, weights, interpolation, fill,
                                      dtype, mean, stddev);
   if (out.numel() == 0) return out;
-  check_operation_values(operations);
+  check_operation_values(kOp, operations);
   const at::Tensor codes = operations.contiguous();
   const at::Tensor values = magnitudes.contiguous();
   const at::Tensor mix = weights.has_value() ? weights->contiguous() : at::Tensor();
@@ -176,6 +178,18 @@ at::Tensor auto_augment_kernel(const at::Tensor& image, const at::Tensor& operat
 
 }  // namespace
 
+void check_auto_augment_call(const char* op, const at::Tensor& image, const at::Tensor& operations,
+                             const at::Tensor& magnitudes,
+                             const std::optional<at::Tensor>& weights, int64_t interpolation,
+                             std::optional<c10::ArrayRef<double>> fill, at::ScalarType out_dtype,
+                             std::optional<c10::ArrayRef<double>> mean,
+                             std::optional<c10::ArrayRef<double>> stddev) {
+  check_image(op, image);
+  check_chains(op, image, operations, magnitudes);
+  check_weights(op, image, operations, weights);
+  check_settings(op, image, interpolation, fill, out_dtype, mean, stddev);
+}
+
 at::Tensor auto_augment_meta(const at::Tensor& image, const at::Tensor& operations,
                              const at::Tensor& magnitudes,
                              const std::optional<at::Tensor>& weights, int64_t interpolation,
@@ -183,11 +197,9 @@ at::Tensor auto_augment_meta(const at::Tensor& image, const at::Tensor& operatio
                              std::optional<at::ScalarType> dtype,
                              std::optional<c10::ArrayRef<double>> mean,
                              std::optional<c10::ArrayRef<double>> stddev) {
-  check_image(image);
-  check_chains(image, operations, magnitudes);
-  check_weights(image, operations, weights);
   const auto out_dtype = dtype.value_or(image.scalar_type());
-  check_settings(image, interpolation, fill, out_dtype, mean, stddev);
+  check_auto_augment_call(kOp, image, operations, magnitudes, weights, interpolation, fill,
+                          out_dtype, mean, stddev);
   return empty_like_image(image, out_dtype);
 }
 

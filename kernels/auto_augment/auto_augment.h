@@ -99,6 +99,24 @@ C10_HOST_DEVICE inline Chain<C, T, P> chain_at(const Call& call, int64_t i,
   return chain_of<C, T, P>(call, i, decoded, slots, stages, s, bases[s]);
 }
 
+// One level of the backward (grad.h): the operation of each chain at that level, the shapes, and
+// where the gradient of its output comes from.
+struct LevelCall {
+  const int64_t* operations;  // [chains]
+  const double* magnitudes;   // [chains]
+  int64_t chains, branches, channels, height, width;
+  int interpolation;
+  bool fill_given;
+  // The top level reads the op's output gradient ([samples, C, H, W], shared by a sample's chains)
+  // times 1 / std and, with AugMix's weights ([samples, branches + 1]), the chain's weight; the
+  // levels below read their chain's own ([chains, C, H, W]).
+  bool top;
+  const float* weights;
+  double inv_std[3];
+
+  C10_HOST_DEVICE int64_t pixels() const { return height * width; }
+};
+
 // Pixel (y, x) of sample n's image.
 template <int C, typename T, typename P>
 C10_HOST_DEVICE inline Pixel<P> sample_pixel(const Call& call, int64_t n, int64_t y, int64_t x) {
@@ -155,5 +173,13 @@ using AutoAugmentLoop = void (*)(const at::Tensor& out, const at::Tensor& image,
                                  std::optional<c10::ArrayRef<double>> mean,
                                  std::optional<c10::ArrayRef<double>> stddev);
 extern Loops<AutoAugmentLoop> auto_augment_loops;
+
+// The backward's loop for one level: fills `grad_in` ([chains, C, H, W] contiguous, zeros on
+// entry), the gradient of the level, from that of the level's output `grad_out` (laid out as
+// LevelCall::top says, contiguous) and the level `level` ([chains, C, H, W] contiguous, the
+// image's floating dtype).
+using AutoAugmentLevelLoop = void (*)(const at::Tensor& grad_in, const at::Tensor& grad_out,
+                                      const at::Tensor& level, const policy::LevelCall& call);
+extern Loops<AutoAugmentLevelLoop> auto_augment_level_loops;
 
 }  // namespace gpuaug

@@ -125,7 +125,9 @@ std::vector<at::Tensor> augment_backward(
 // runs it (warps with interpolation 0 nearest or 1 bilinear, `fill` given: through the mask).
 // Without `weights` (B = 1) the chain's image is the output; with them ([N, B + 1] float32) the
 // output is AugMix's mixture w0 image + sum of w_b chain_b, in the image's dtype. Then
-// to_dtype(dtype, scale=True) (the image's, or float32 from uint8) and mean/std. No gradient.
+// to_dtype(dtype, scale=True) (the image's, or float32 from uint8) and mean/std. A floating
+// image has a gradient (auto_augment_backward; docs/policies.md says which derivative each
+// operation takes).
 at::Tensor auto_augment(const at::Tensor& image, const at::Tensor& operations,
                         const at::Tensor& magnitudes,
                         const std::optional<at::Tensor>& weights = std::nullopt,
@@ -134,6 +136,14 @@ at::Tensor auto_augment(const at::Tensor& image, const at::Tensor& operations,
                         std::optional<at::ScalarType> dtype = std::nullopt,
                         std::optional<c10::ArrayRef<double>> mean = std::nullopt,
                         std::optional<c10::ArrayRef<double>> stddev = std::nullopt);
+
+// The floating image's gradient of auto_augment() from the output's gradient `grad`
+// (gpuaug::_auto_augment_backward).
+at::Tensor auto_augment_backward(const at::Tensor& grad, const at::Tensor& image,
+                                 const at::Tensor& operations, const at::Tensor& magnitudes,
+                                 const std::optional<at::Tensor>& weights, int64_t interpolation,
+                                 std::optional<c10::ArrayRef<double>> fill,
+                                 std::optional<c10::ArrayRef<double>> stddev);
 
 // A user-defined element-wise operator, compiled at run time by NVRTC for the GPU in use (CUDA
 // tensors only): `expression` is a CUDA C++ expression of the inputs, named by `names` in order
