@@ -136,7 +136,9 @@ def adjust_sharpness(image: torch.Tensor,
                      sharpness_factor: Union[float, torch.Tensor]) -> torch.Tensor:
     """torchvision's adjust_sharpness: a blend with the image's 3x3 smoothing (rounded for
     uint8), the border rows and columns kept, images of at most two rows or columns unchanged.
-    One call of ``gpuaug::auto_augment`` (uint8, float32 or float64 images); no gradient."""
+    One call of ``gpuaug::auto_augment`` (uint8, float32 or float64 images); a floating image's
+    gradient is the formula's derivative (torchvision's cannot be differentiated), the factor
+    has none."""
     if isinstance(sharpness_factor, numbers.Number):
         if sharpness_factor < 0:
             raise ValueError(f"sharpness_factor ({sharpness_factor}) is not non-negative.")

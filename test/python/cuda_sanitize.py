@@ -371,6 +371,7 @@ def main():
     check_augment(device)
     check_resized_crop_windows(device)
     check_auto_augment(device)
+    check_auto_augment_backward(device)
     if device.startswith("cuda"):
         check_jit(device)
     if device.startswith("cuda"):
@@ -446,6 +447,25 @@ def check_auto_augment(device):
             return ops.auto_augment(image.to(on), ops_.to(on), mags.to(on), **moved)
         expect(f"auto_augment {label}", run(device), run("cpu"), exact=False,
                atol=1.5 if image.dtype == torch.uint8 and "dtype" not in kwargs else 1e-4)
+
+
+def check_auto_augment_backward(device):
+    """gpuaug::_auto_augment_backward against its CPU loop: every operation in chains of three
+    (warps bilinear and with fill, sharpness, the reductions), AugMix's mixture and std."""
+    g = torch.Generator().manual_seed(61)
+    image = torch.rand(5, 3, 13, 18, generator=g, dtype=torch.float64)
+    operations = torch.arange(15).view(5, 1, 3).expand(5, 2, 3).flip(1).contiguous()
+    magnitudes = (torch.rand(5, 2, 3, generator=g, dtype=torch.float64) - 0.5) * 0.8
+    magnitudes[operations == 5] *= 50  # Rotate: degrees
+    magnitudes[operations == 3] *= 20  # TranslateX: pixels
+    weights = torch.tensor([[0.2, 0.5, 0.3]] * 5)
+    grad = torch.randn(image.shape, generator=g, dtype=torch.float64)
+
+    def run(on):
+        return torch.ops.gpuaug._auto_augment_backward(
+            grad.to(on), image.to(on), operations.to(on), magnitudes.to(on),
+            weights=weights.to(on), interpolation=1, fill=[0.3, 0.2, 0.1], std=[0.2] * 3)
+    expect("auto_augment backward", run(device), run("cpu"), exact=False, atol=1e-9)
 
 
 def check_resized_crop_windows(device):
