@@ -6,7 +6,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/sum.h>
-#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <string>
@@ -24,7 +23,8 @@ Loops<AutoAugmentLevelLoop> auto_augment_level_loops;
 TORCH_LIBRARY_FRAGMENT(gpuaug, m) {
   m.def(
       "_auto_augment_backward(Tensor grad, Tensor image, Tensor operations, Tensor magnitudes, *, "
-      "Tensor? weights=None, int interpolation=0, float[]? fill=None, float[]? std=None) -> Tensor");
+      "Tensor? weights=None, int interpolation=0, float[]? fill=None, float[]? std=None) "
+      "-> Tensor");
 }
 
 at::Tensor auto_augment_backward(const at::Tensor& grad, const at::Tensor& image,
@@ -120,7 +120,7 @@ at::Tensor auto_augment_backward_kernel(const at::Tensor& grad, const at::Tensor
     call.operations = level_codes.const_data_ptr<int64_t>();
     call.magnitudes = level_values.const_data_ptr<double>();
     call.top = k == depth - 1;
-    at::Tensor below = at::zeros({chains, channels, height, width}, image.options());
+    at::Tensor below = at::empty({chains, channels, height, width}, image.options());
     loop(below, level_grad, levels[k], call);
     level_grad = below;
   }

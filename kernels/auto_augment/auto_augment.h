@@ -174,10 +174,10 @@ using AutoAugmentLoop = void (*)(const at::Tensor& out, const at::Tensor& image,
                                  std::optional<c10::ArrayRef<double>> stddev);
 extern Loops<AutoAugmentLoop> auto_augment_loops;
 
-// The backward's loop for one level: fills `grad_in` ([chains, C, H, W] contiguous, zeros on
-// entry), the gradient of the level, from that of the level's output `grad_out` (laid out as
-// LevelCall::top says, contiguous) and the level `level` ([chains, C, H, W] contiguous, the
-// image's floating dtype).
+// The backward's loop for one level: fills `grad_in` ([chains, C, H, W] contiguous), the
+// gradient of the level, from that of the level's output `grad_out` (laid out as LevelCall::top
+// says, contiguous) and the level `level` ([chains, C, H, W] contiguous, the image's floating
+// dtype).
 using AutoAugmentLevelLoop = void (*)(const at::Tensor& grad_in, const at::Tensor& grad_out,
                                       const at::Tensor& level, const policy::LevelCall& call);
 extern Loops<AutoAugmentLevelLoop> auto_augment_level_loops;

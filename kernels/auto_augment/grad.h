@@ -7,7 +7,8 @@
 // photometric operations, posterize's none); where it cannot be differentiated (sharpness and a
 // bilinear warp with fill modify tensors autograd saved; autocontrast too), the derivative of the
 // same formula, autocontrast's minimum and maximum shared among their ties as torch.amin's and
-// torch.amax's are. Equalize has none: torchvision's runs through uint8.
+// torch.amax's are. Equalize has none: torchvision's runs through uint8. Each input pixel's
+// gradient is gathered from the output pixels that read it, so the sums are the same run to run.
 #pragma once
 
 #include <c10/macros/Macros.h>
@@ -182,19 +183,70 @@ C10_HOST_DEVICE inline void sharpen_adjoint(const P* passed, int64_t plane, int6
   }
 }
 
-// A warp's adjoint at output pixel (y, x): g[c] added, through `add(offset, value)`, to the
-// taps of the level it read (grid_sample's adjoint; with fill, a bilinear tap's times the mask).
-template <int C, typename P, typename Add>
-C10_HOST_DEVICE inline void warp_adjoint(const Decoded<P>& op, const LevelCall& call, int64_t y,
-                                         int64_t x, const P (&g)[3], const Add& add) {
-  P ix, iy;
-  geo::warp_position(op.grid, call.width, call.height, x, y, ix, iy);
-  const geo::WarpTaps<P> t = geo::warp_taps(ix, iy, call.width, call.height, call.interpolation);
-  const P scale = call.fill_given && call.interpolation != geo::kNearest ? t.mask : P(1);
-  for (int k = 0; k < t.count; ++k) {
-    if (!t.inside[k]) continue;
-    for (int c = 0; c < C; ++c) {
-      add((c * call.height + t.ky[k]) * call.width + t.kx[k], g[c] * (t.w[k] * scale));
+// Which output pixels of a warp can read an input pixel: the warp's map from output pixels to
+// sampling positions is affine (rotations, shears, translations), fitted here to warp_position at
+// three pixels; a tap reads pixel q where its position lies within `reach` of q (1 bilinear, 1/2
+// nearest), so the pixels whose taps read q lie in a box about the inverse map's image of q.
+struct WarpInverse {
+  double x0, y0;    // the position of output pixel (0, 0)
+  double m[4];      // the inverse of the map's linear part, row-major
+  double reach_x, reach_y;  // the box's half sides
+};
+
+template <typename P>
+C10_HOST_DEVICE inline WarpInverse warp_inverse(const Decoded<P>& op, const LevelCall& call) {
+  const int64_t dx = call.width > 1 ? call.width - 1 : 1;
+  const int64_t dy = call.height > 1 ? call.height - 1 : 1;
+  P ix[3], iy[3];
+  geo::warp_position(op.grid, call.width, call.height, 0, 0, ix[0], iy[0]);
+  geo::warp_position(op.grid, call.width, call.height, dx, 0, ix[1], iy[1]);
+  geo::warp_position(op.grid, call.width, call.height, 0, dy, ix[2], iy[2]);
+  const double a = (double(ix[1]) - ix[0]) / dx, b = (double(ix[2]) - ix[0]) / dy;
+  const double c = (double(iy[1]) - iy[0]) / dx, d = (double(iy[2]) - iy[0]) / dy;
+  const double det = a * d - b * c;
+  WarpInverse w{ix[0], iy[0], {d / det, -b / det, -c / det, a / det}, 0.0, 0.0};
+  const double reach = call.interpolation == geo::kNearest ? 0.5 : 1.0;
+  // the margin covers the fit's rounding (positions err by far less than a hundredth)
+  w.reach_x = reach * (std::fabs(w.m[0]) + std::fabs(w.m[1])) + 0.05;
+  w.reach_y = reach * (std::fabs(w.m[2]) + std::fabs(w.m[3])) + 0.05;
+  if (!(std::fabs(det) > 1e-9)) {  // no such warp among the operations; every pixel then
+    w.reach_x = static_cast<double>(call.width);
+    w.reach_y = static_cast<double>(call.height);
+  }
+  return w;
+}
+
+// The inclusive range of output pixels along a side of `size` within `reach` of `centre`.
+C10_HOST_DEVICE inline void reach_range(double centre, double reach, int64_t size, int64_t& lo,
+                                        int64_t& hi) {
+  const double last = static_cast<double>(size - 1);
+  lo = static_cast<int64_t>(std::fmax(0.0, std::ceil(std::fmin(centre - reach, last + 1.0))));
+  hi = static_cast<int64_t>(std::fmin(last, std::floor(std::fmax(centre + reach, -1.0))));
+}
+
+// A warp's adjoint at input pixel (qy, qx): the gradients grad_at(p, c) of the output pixels
+// whose taps read it, times the tap's weight (with fill, a bilinear tap's times the mask), summed
+// in the pixels' order (grid_sample's adjoint, without atomics: the same bits run to run).
+template <int C, typename P, typename GradAt>
+C10_HOST_DEVICE inline void warp_gather(const Decoded<P>& op, const WarpInverse& w,
+                                        const LevelCall& call, int64_t qy, int64_t qx,
+                                        const GradAt& grad_at, P (&g)[3]) {
+  const double ux = static_cast<double>(qx) - w.x0, uy = static_cast<double>(qy) - w.y0;
+  int64_t x_lo, x_hi, y_lo, y_hi;
+  reach_range(w.m[0] * ux + w.m[1] * uy, w.reach_x, call.width, x_lo, x_hi);
+  reach_range(w.m[2] * ux + w.m[3] * uy, w.reach_y, call.height, y_lo, y_hi);
+  for (int c = 0; c < 3; ++c) g[c] = P(0);
+  for (int64_t y = y_lo; y <= y_hi; ++y) {
+    for (int64_t x = x_lo; x <= x_hi; ++x) {
+      P ix, iy;
+      geo::warp_position(op.grid, call.width, call.height, x, y, ix, iy);
+      const geo::WarpTaps<P> t = geo::warp_taps(ix, iy, call.width, call.height,
+                                                call.interpolation);
+      const P scale = call.fill_given && call.interpolation != geo::kNearest ? t.mask : P(1);
+      for (int k = 0; k < t.count; ++k) {
+        if (!t.inside[k] || t.kx[k] != qx || t.ky[k] != qy) continue;
+        for (int c = 0; c < C; ++c) g[c] += grad_at(y * call.width + x, c) * (t.w[k] * scale);
+      }
     }
   }
 }

@@ -118,7 +118,8 @@ def test_compiled_gradient():
 
     x = images.clone().requires_grad_()
     expected, = torch.autograd.grad(loss(x), x)
-    actual, = torch.autograd.grad(torch.compile(loss, fullgraph=True, dynamic=True, backend="aot_eager")(x), x)
+    compiled = torch.compile(loss, fullgraph=True, dynamic=True, backend="aot_eager")
+    actual, = torch.autograd.grad(compiled(x), x)
     torch.testing.assert_close(actual, expected, atol=1e-6, rtol=1e-6)
 
 

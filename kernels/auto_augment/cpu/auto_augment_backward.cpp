@@ -1,7 +1,7 @@
 // gpuaug::_auto_augment_backward's CPU loop for one level: in parallel over the chains, each
 // chain's operation decoded, then its reduction's two passes (the level's statistics, then the
 // sums of the gradient through them), sharpness's clamped gradients, and the adjoint pixel by
-// pixel (a warp's added to its taps: a chain's pixels in order, the same sums run to run).
+// pixel.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
@@ -59,15 +59,17 @@ void chain_adjoint(T* grad_in, const T* grad_out, const T* level, const LevelCal
       }
     }
   }
+  const WarpInverse inverse = op.kind == kWarp ? warp_inverse(op, call) : WarpInverse{};
   for (int64_t p = 0; p < pixels; ++p) {
     P g[3];
     grad_of(p, g);
     const int64_t y = p / call.width, x = p % call.width;
     if (op.kind == kWarp) {
-      warp_adjoint<C>(op, call, y, x, g, [&](int64_t at, P v) { out[at] += v; });
-      continue;
-    }
-    if (op.kind == kStep) {
+      const auto grad_at = [&](int64_t q, int c) {
+        return output_grad<P>(call, grad_out, i, c, q);
+      };
+      warp_gather<C>(op, inverse, call, y, x, grad_at, g);
+    } else if (op.kind == kStep) {
       P v[3];
       pixel_of(in, p, v);
       step_adjoint<C, T>(op, sums, v, g);

@@ -1,9 +1,7 @@
 // gpuaug::_auto_augment_backward's GPU loop for one level: a kernel decodes each chain's
 // operation; a block a chain gathers its reduction's statistics and then the sums of the
 // gradient through them (combined in a fixed order); a kernel keeps sharpness's clamped
-// gradients; the adjoint kernel then takes a pixel a thread, a grid row a chain (a warp's
-// gradient added to its taps with atomics, as grid_sample's backward adds its own).
-#include <ATen/Context.h>
+// gradients; the adjoint kernel then takes a pixel a thread, a grid row a chain.
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
@@ -30,9 +28,13 @@ __global__ void decode_level_kernel(const LevelCall call, Decoded<T>* decoded) {
   }
 }
 
+// A reduction's block a chain: its pixels take a few loads a thread in flight at a time, so a
+// whole SM's threads.
+constexpr int kSumThreads = 1024;
+
 // The block's kStats sums, combined in a fixed order, into out (shared) by its first threads.
 __device__ __forceinline__ void block_sums(double (&v)[photo::kStats], double* out) {
-  __shared__ double warp_sums[kThreads / 32][photo::kStats];
+  __shared__ double warp_sums[kSumThreads / 32][photo::kStats];
   for (int d = 16; d > 0; d /= 2) {
     for (int s = 0; s < photo::kStats; ++s) v[s] += __shfl_down_sync(0xFFFFFFFFu, v[s], d);
   }
@@ -42,7 +44,7 @@ __device__ __forceinline__ void block_sums(double (&v)[photo::kStats], double* o
   __syncthreads();
   if (threadIdx.x < photo::kStats) {
     double total = 0.0;
-    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w][threadIdx.x];
+    for (int w = 0; w < kSumThreads / 32; ++w) total += warp_sums[w][threadIdx.x];
     out[threadIdx.x] = total;
   }
   __syncthreads();
@@ -56,12 +58,14 @@ __device__ __forceinline__ void load_pixel(const T* planes, int64_t plane, int64
 template <typename T>
 __device__ __forceinline__ void load_grad(const LevelCall& call, const T* grad_out, int64_t i,
                                           int64_t p, T (&g)[3]) {
-  for (int c = 0; c < 3; ++c) g[c] = c < call.channels ? output_grad<T>(call, grad_out, i, c, p) : T(0);
+  for (int c = 0; c < 3; ++c) {
+    g[c] = c < call.channels ? output_grad<T>(call, grad_out, i, c, p) : T(0);
+  }
 }
 
 // A block a chain whose operation is a reduction: its statistics, then its gradient's sums.
 template <int C, typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kSumThreads)
     sums_kernel(const LevelCall call, const Decoded<T>* decoded, const T* grad_out,
                 const T* level, LevelSums<T>* out) {
   const int64_t i = blockIdx.x;
@@ -78,7 +82,7 @@ __global__ void __launch_bounds__(kThreads)
     load_pixel<C>(in, pixels, p, x);
     photo::add_pixel_stats<C, T>(kind, x, stats);
   }
-  photometric_impl::block_stats<kThreads>(kind, stats, totals);
+  photometric_impl::block_stats<kSumThreads>(kind, stats, totals);
   __syncthreads();
   for (int s = 0; s < photo::kStats; ++s) stats[s] = totals[s];
   LevelSums<T> sums = level_statistics<T, T>(kind, stats, pixels);
@@ -132,10 +136,11 @@ __global__ void __launch_bounds__(kThreads)
     T g[3];
     load_grad(call, grad_out, i, p, g);
     if (op.kind == kWarp) {
-      warp_adjoint<C>(op, call, y, x, g, [&](int64_t at, T v) { atomicAdd(out + at, v); });
-      continue;
-    }
-    if (op.kind == kStep) {
+      const auto grad_at = [&](int64_t q, int c) {
+        return output_grad<T>(call, grad_out, i, c, q);
+      };
+      warp_gather<C>(op, warp_inverse(op, call), call, y, x, grad_at, g);
+    } else if (op.kind == kStep) {
       T v[3];
       load_pixel<C>(level + i * C * pixels, pixels, p, v);
       step_adjoint<C, T>(op, sums[i], v, g);
@@ -169,7 +174,7 @@ void run(const at::Tensor& grad_in, const at::Tensor& grad_out, const at::Tensor
   decode_level_kernel<T><<<static_cast<unsigned>(ceil_div(call.chains, kThreads)), kThreads, 0,
                            stream>>>(call, decoded);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  sums_kernel<C, T><<<static_cast<unsigned>(call.chains), kThreads, 0, stream>>>(
+  sums_kernel<C, T><<<static_cast<unsigned>(call.chains), kSumThreads, 0, stream>>>(
       call, decoded, out, image, sums);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   const dim3 grid(static_cast<unsigned>(ceil_div(pixels, kThreads)),
@@ -184,7 +189,6 @@ void run(const at::Tensor& grad_in, const at::Tensor& grad_out, const at::Tensor
 void level_adjoint_cuda(const at::Tensor& grad_in, const at::Tensor& grad_out,
                         const at::Tensor& level, const LevelCall& call) {
   const c10::cuda::CUDAGuard device_guard(level.device());
-  at::globalContext().alertNotDeterministic("gpuaug::_auto_augment_backward (a warp's gradient)");
   AT_DISPATCH_FLOATING_TYPES(level.scalar_type(), "gpuaug::_auto_augment_backward", [&] {
     if (call.channels == 1) {
       run<1, scalar_t>(grad_in, grad_out, level, call);
