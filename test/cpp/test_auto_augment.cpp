@@ -1,6 +1,7 @@
 // gpuaug::auto_augment from C++: the registered schema, operations against their definitions
-// (Identity, Invert, a translation by whole pixels, AugMix's mixture of two chains), errors naming
-// the op and the argument, and the CUDA kernels against the CPU's.
+// (Identity, Invert, a translation by whole pixels, AugMix's mixture of two chains), the image's
+// gradient through autograd, errors naming the op and the argument, and the CUDA kernels against
+// the CPU's.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +16,8 @@ namespace {
 using gpuaug::testing::error_of;
 using ::testing::HasSubstr;
 
-constexpr int64_t kIdentity = 0, kTranslateX = 3, kEqualize = 13, kInvert = 14;
+constexpr int64_t kIdentity = 0, kTranslateX = 3, kBrightness = 6, kEqualize = 13,
+                  kInvert = 14;
 
 at::Tensor chains(std::vector<int64_t> codes, int64_t samples, int64_t branches,
                   at::Device device) {
@@ -27,6 +29,10 @@ TEST(AutoAugment, SchemaIsRegistered) {
   ASSERT_TRUE(schema.has_value());
   EXPECT_TRUE(schema->hasKernelForDispatchKey(c10::DispatchKey::CPU));
   EXPECT_TRUE(schema->hasKernelForDispatchKey(c10::DispatchKey::Meta));
+  const auto backward =
+      c10::Dispatcher::singleton().findSchema({"gpuaug::_auto_augment_backward", ""});
+  ASSERT_TRUE(backward.has_value());
+  EXPECT_TRUE(backward->hasKernelForDispatchKey(c10::DispatchKey::Autograd));
 }
 
 class AutoAugmentOnDevice : public ::testing::TestWithParam<at::DeviceType> {};
@@ -60,6 +66,24 @@ TEST_P(AutoAugmentOnDevice, MixtureOfChains) {
       {w[0][0] * image[0] + w[0][1] * (1 - image[0]) + w[0][2] * image[0],
        w[1][0] * image[1] + w[1][1] * image[1] + w[1][2] * image[1]});
   EXPECT_TRUE(torch::allclose(out, expected, 1e-12, 1e-12));
+}
+
+TEST_P(AutoAugmentOnDevice, GradientThroughAutograd) {
+  GPUAUG_SKIP_UNLESS_DEVICE(GetParam());
+  const at::Device device(GetParam());
+  // sample 0: Invert, then TranslateX by 1 (fill 0); sample 1: Brightness 1.5 of values below 2/3
+  const at::Tensor image =
+      (torch::rand({2, 1, 5, 4}, torch::kDouble) * 0.6).to(device).requires_grad_();
+  const at::Tensor ops = chains({kInvert, kTranslateX, kBrightness, kIdentity}, 2, 1, device);
+  const at::Tensor magnitudes =
+      torch::tensor({0.0, 1.0, 0.5, 0.0}, torch::kDouble).view({2, 1, 2}).to(device);
+  const at::Tensor grad = torch::randn({2, 1, 5, 4}, torch::kDouble).to(device);
+  gpuaug::auto_augment(image, ops, magnitudes).backward(grad);
+  // x[:, j] reaches the output at column j + 1 (the last column leaves the image)
+  const at::Tensor shifted = torch::cat(
+      {-grad[0].slice(2, 1), torch::zeros({1, 5, 1}, grad.options())}, 2);
+  EXPECT_TRUE(torch::allclose(image.grad()[0], shifted, 0, 0));
+  EXPECT_TRUE(torch::allclose(image.grad()[1], 1.5 * grad[1], 1e-12, 1e-12));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, AutoAugmentOnDevice, ::testing::Values(at::kCPU, at::kCUDA));
