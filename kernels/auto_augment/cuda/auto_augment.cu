@@ -128,17 +128,6 @@ __global__ void __launch_bounds__(kStatsThreads)
   if (warp < C) photometric_impl::warp_equalize_table(histograms + warp * photo::kBins, slot.table + warp * photo::kBins);
 }
 
-// The thread's pixel j of the block's kThreads * kPixelsPerThread: four consecutive pixels a
-// thread where it stores a byte each (a warp's stores then fill whole sectors), else pixels a
-// block apart, so a warp's stores of four bytes are consecutive (a thread's own four would fill a
-// quarter of each sector a store touches: L2 bound the kernel).
-template <typename Stored>
-__device__ __forceinline__ int64_t thread_pixel(int j) {
-  const int64_t block_first = static_cast<int64_t>(blockIdx.x) * kThreads * kPixelsPerThread;
-  if constexpr (sizeof(Stored) == 1) return block_first + threadIdx.x * kPixelsPerThread + j;
-  return block_first + j * kThreads + threadIdx.x;
-}
-
 // Each chain's stage `stage` image from the stage before it: four pixels a thread, a grid row a
 // chain.
 template <int C, typename T, typename P>
@@ -146,6 +135,8 @@ __global__ void __launch_bounds__(kThreads)
     stage_kernel(const Call call, const Decoded<P>* decoded, const ReductionSlot<P>* slots,
                  const StageImages<T> stages, int stage) {
   const int64_t pixels = call.height * call.width;
+  const int64_t first_pixel =
+      (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPixelsPerThread;
   for (int64_t i = blockIdx.y; i < call.chains(); i += gridDim.y) {
     int bases[kMaxDepth];
     const int count = stage_bases(decoded + i * call.depth, static_cast<int>(call.depth),
@@ -155,7 +146,7 @@ __global__ void __launch_bounds__(kThreads)
         chain_of<C, T, P>(call, i, decoded, slots, stages, stage - 1, bases[stage - 1]);
     T* image = stages.of(stage, i);
     for (int j = 0; j < kPixelsPerThread; ++j) {
-      const int64_t p = thread_pixel<T>(j);
+      const int64_t p = first_pixel + j;
       if (p >= pixels) break;
       const int64_t y = p / call.width, x = p - y * call.width;
       const Pixel<P> v = value_at(chain, bases[stage], y, x);
@@ -175,12 +166,14 @@ __global__ void __launch_bounds__(kThreads)
                   const StageImages<T> stages, out_t* out, const OutStrides os,
                   const photo::Output<P> o) {
   const int64_t pixels = call.height * call.width;
+  const int64_t first_pixel =
+      (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPixelsPerThread;
   const int depth = static_cast<int>(call.depth);
   for (int64_t n = blockIdx.y; n < call.samples; n += gridDim.y) {
     const Chain<C, T, P> first =
         chain_at<C, T, P>(call, n * call.branches, decoded, slots, stages, depth);
     for (int j = 0; j < kPixelsPerThread; ++j) {
-      const int64_t p = thread_pixel<out_t>(j);
+      const int64_t p = first_pixel + j;
       if (p >= pixels) break;
       const int64_t y = p / call.width, x = p - y * call.width;
       Pixel<P> v;

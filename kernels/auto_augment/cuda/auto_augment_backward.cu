@@ -28,13 +28,9 @@ __global__ void decode_level_kernel(const LevelCall call, Decoded<T>* decoded) {
   }
 }
 
-// A reduction's block a chain: its pixels take a few loads a thread in flight at a time, so a
-// whole SM's threads.
-constexpr int kSumThreads = 1024;
-
 // The block's kStats sums, combined in a fixed order, into out (shared) by its first threads.
 __device__ __forceinline__ void block_sums(double (&v)[photo::kStats], double* out) {
-  __shared__ double warp_sums[kSumThreads / 32][photo::kStats];
+  __shared__ double warp_sums[kThreads / 32][photo::kStats];
   for (int d = 16; d > 0; d /= 2) {
     for (int s = 0; s < photo::kStats; ++s) v[s] += __shfl_down_sync(0xFFFFFFFFu, v[s], d);
   }
@@ -44,7 +40,7 @@ __device__ __forceinline__ void block_sums(double (&v)[photo::kStats], double* o
   __syncthreads();
   if (threadIdx.x < photo::kStats) {
     double total = 0.0;
-    for (int w = 0; w < kSumThreads / 32; ++w) total += warp_sums[w][threadIdx.x];
+    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w][threadIdx.x];
     out[threadIdx.x] = total;
   }
   __syncthreads();
@@ -65,7 +61,7 @@ __device__ __forceinline__ void load_grad(const LevelCall& call, const T* grad_o
 
 // A block a chain whose operation is a reduction: its statistics, then its gradient's sums.
 template <int C, typename T>
-__global__ void __launch_bounds__(kSumThreads)
+__global__ void __launch_bounds__(kThreads)
     sums_kernel(const LevelCall call, const Decoded<T>* decoded, const T* grad_out,
                 const T* level, LevelSums<T>* out) {
   const int64_t i = blockIdx.x;
@@ -82,7 +78,7 @@ __global__ void __launch_bounds__(kSumThreads)
     load_pixel<C>(in, pixels, p, x);
     photo::add_pixel_stats<C, T>(kind, x, stats);
   }
-  photometric_impl::block_stats<kSumThreads>(kind, stats, totals);
+  photometric_impl::block_stats<kThreads>(kind, stats, totals);
   __syncthreads();
   for (int s = 0; s < photo::kStats; ++s) stats[s] = totals[s];
   LevelSums<T> sums = level_statistics<T, T>(kind, stats, pixels);
@@ -174,7 +170,7 @@ void run(const at::Tensor& grad_in, const at::Tensor& grad_out, const at::Tensor
   decode_level_kernel<T><<<static_cast<unsigned>(ceil_div(call.chains, kThreads)), kThreads, 0,
                            stream>>>(call, decoded);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  sums_kernel<C, T><<<static_cast<unsigned>(call.chains), kSumThreads, 0, stream>>>(
+  sums_kernel<C, T><<<static_cast<unsigned>(call.chains), kThreads, 0, stream>>>(
       call, decoded, out, image, sums);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   const dim3 grid(static_cast<unsigned>(ceil_div(pixels, kThreads)),
