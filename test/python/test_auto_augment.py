@@ -193,6 +193,39 @@ def test_policy_draws(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("side", [(16, 20), (15, 17)])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("channels", [1, 3])
+def test_output_layouts(device, side, channels_last, channels):
+    """Chains of two (bilinear: stage images) into uint8 and normalised float32 outputs, in the
+    input's layout: four pixels a thread written as whole words where the image's pixels are a
+    multiple of four (planar and channels_last), one element at a time otherwise."""
+    g = torch.Generator().manual_seed(side[0] + 2 * channels + channels_last)
+    n = 6
+    images = make_images([n, channels, *side], torch.uint8, device, seed=side[1])
+    if channels_last:
+        images = images.contiguous(memory_format=torch.channels_last)
+    operations = torch.randint(0, len(A.NAMES), [n, 1, 2], generator=g)
+    operations[0, 0] = torch.tensor([A.NAMES.index("Rotate"), A.NAMES.index("Sharpness")])
+    magnitudes = torch.stack([drawn_magnitudes(A.NAMES[int(o)], 1, g)[0]
+                              for o in operations.flatten()]).view(n, 1, 2)
+    expected = reference(images, operations, magnitudes, interpolation=1)
+    mean, std = [0.4, 0.5, 0.6][:channels], [0.2, 0.25, 0.3][:channels]
+    for out_dtype in (torch.uint8, torch.float32):
+        kwargs = {} if out_dtype == torch.uint8 else dict(dtype=out_dtype, mean=mean, std=std)
+        out = A.auto_augment(images, operations.to(device), magnitudes.to(device),
+                             interpolation=1, **kwargs)
+        assert out.is_contiguous(memory_format=torch.channels_last if channels_last
+                                 else torch.contiguous_format)
+        if out_dtype == torch.uint8:
+            assert_matches(out, expected, f"{operations.tolist()}")
+            continue
+        u8 = ((out * torch.tensor(std, device=device).view(-1, 1, 1)
+               + torch.tensor(mean, device=device).view(-1, 1, 1)) * 255).round().to(torch.uint8)
+        assert_matches(u8, expected, f"{operations.tolist()} float32")
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_conversion_and_video(device):
     t = A.TrivialAugmentWide(dtype=torch.float32, mean=[0.4, 0.5, 0.6], std=[0.2, 0.25, 0.3])
     video = make_images([12, 3, 12, 15], torch.uint8, device, seed=5).view(4, 3, 3, 12, 15)

@@ -128,15 +128,24 @@ __global__ void __launch_bounds__(kStatsThreads)
   if (warp < C) photometric_impl::warp_equalize_table(histograms + warp * photo::kBins, slot.table + warp * photo::kBins);
 }
 
+// How a thread's four pixels lie in what it writes. Packed: four consecutive pixels a thread,
+// written as whole words (planar: a run of four a channel; interleaved: the four pixels' channels
+// in one run); else pixels a block apart, so a warp's scalar stores are consecutive (a thread's
+// own four would fill a part of each sector a store touches: L2 bound the kernel).
+enum class Layout { kStrided, kPlanar, kInterleaved };
+
+__device__ __forceinline__ int64_t block_first_pixel() {
+  return static_cast<int64_t>(blockIdx.x) * kThreads * kPixelsPerThread;
+}
+
 // Each chain's stage `stage` image from the stage before it: four pixels a thread, a grid row a
-// chain.
-template <int C, typename T, typename P>
+// chain. Packed where the image's pixels are a multiple of four (every stage image then starts
+// on a whole word).
+template <int C, typename T, typename P, bool Packed>
 __global__ void __launch_bounds__(kThreads)
     stage_kernel(const Call call, const Decoded<P>* decoded, const ReductionSlot<P>* slots,
                  const StageImages<T> stages, int stage) {
   const int64_t pixels = call.height * call.width;
-  const int64_t first_pixel =
-      (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPixelsPerThread;
   for (int64_t i = blockIdx.y; i < call.chains(); i += gridDim.y) {
     int bases[kMaxDepth];
     const int count = stage_bases(decoded + i * call.depth, static_cast<int>(call.depth),
@@ -145,12 +154,24 @@ __global__ void __launch_bounds__(kThreads)
     const Chain<C, T, P> chain =
         chain_of<C, T, P>(call, i, decoded, slots, stages, stage - 1, bases[stage - 1]);
     T* image = stages.of(stage, i);
-    for (int j = 0; j < kPixelsPerThread; ++j) {
-      const int64_t p = first_pixel + j;
-      if (p >= pixels) break;
-      const int64_t y = p / call.width, x = p - y * call.width;
-      const Pixel<P> v = value_at(chain, bases[stage], y, x);
-      for (int c = 0; c < C; ++c) image[c * pixels + p] = static_cast<T>(v.v[c]);
+    if constexpr (Packed) {
+      const int64_t first = block_first_pixel() + threadIdx.x * kPixelsPerThread;
+      if (first >= pixels) continue;
+      Chunk<T, kPixelsPerThread> runs[C];
+      for (int j = 0; j < kPixelsPerThread; ++j) {
+        const int64_t y = (first + j) / call.width, x = first + j - y * call.width;
+        const Pixel<P> v = value_at(chain, bases[stage], y, x);
+        for (int c = 0; c < C; ++c) runs[c].v[j] = static_cast<T>(v.v[c]);
+      }
+      for (int c = 0; c < C; ++c) store_chunk(image + c * pixels + first, runs[c]);
+    } else {
+      for (int j = 0; j < kPixelsPerThread; ++j) {
+        const int64_t p = block_first_pixel() + j * kThreads + threadIdx.x;
+        if (p >= pixels) break;
+        const int64_t y = p / call.width, x = p - y * call.width;
+        const Pixel<P> v = value_at(chain, bases[stage], y, x);
+        for (int c = 0; c < C; ++c) image[c * pixels + p] = static_cast<T>(v.v[c]);
+      }
     }
   }
 }
@@ -160,44 +181,93 @@ struct OutStrides {
   int64_t sample, channel, row, column;
 };
 
-template <int C, typename T, typename out_t, typename P>
+// Sample n's pixel (y, x) before the conversion: its chain's last stage, or AugMix's mixture.
+template <int C, typename T, typename P>
+__device__ __forceinline__ Pixel<P> output_value(const Call& call, const Decoded<P>* decoded,
+                                                 const ReductionSlot<P>* slots,
+                                                 const StageImages<T>& stages,
+                                                 const Chain<C, T, P>& first, int64_t n,
+                                                 int64_t y, int64_t x) {
+  const int depth = static_cast<int>(call.depth);
+  if (call.weights == nullptr) return value_at(first, depth, y, x);
+  const float* w = call.weights + n * (call.branches + 1);
+  const Pixel<P> image = sample_pixel<C, T, P>(call, n, y, x);
+  P mix[3];
+  for (int c = 0; c < C; ++c) mix[c] = static_cast<P>(w[0]) * image.v[c];
+  for (int64_t b = 0; b < call.branches; ++b) {
+    const Chain<C, T, P> chain =
+        chain_at<C, T, P>(call, n * call.branches + b, decoded, slots, stages, depth);
+    const Pixel<P> a = value_at(chain, depth, y, x);
+    for (int c = 0; c < C; ++c) mix[c] = mix[c] + static_cast<P>(w[b + 1]) * a.v[c];
+  }
+  Pixel<P> v;
+  for (int c = 0; c < C; ++c) v.v[c] = mixed_value<T>(mix[c]);
+  return v;
+}
+
+template <int C, typename T, typename out_t, typename P, Layout L>
 __global__ void __launch_bounds__(kThreads)
     output_kernel(const Call call, const Decoded<P>* decoded, const ReductionSlot<P>* slots,
                   const StageImages<T> stages, out_t* out, const OutStrides os,
                   const photo::Output<P> o) {
   const int64_t pixels = call.height * call.width;
-  const int64_t first_pixel =
-      (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kPixelsPerThread;
-  const int depth = static_cast<int>(call.depth);
   for (int64_t n = blockIdx.y; n < call.samples; n += gridDim.y) {
-    const Chain<C, T, P> first =
-        chain_at<C, T, P>(call, n * call.branches, decoded, slots, stages, depth);
-    for (int j = 0; j < kPixelsPerThread; ++j) {
-      const int64_t p = first_pixel + j;
-      if (p >= pixels) break;
-      const int64_t y = p / call.width, x = p - y * call.width;
-      Pixel<P> v;
-      if (call.weights == nullptr) {
-        v = value_at(first, depth, y, x);
-      } else {
-        const float* w = call.weights + n * (call.branches + 1);
-        const Pixel<P> image = sample_pixel<C, T, P>(call, n, y, x);
-        P mix[3];
-        for (int c = 0; c < C; ++c) mix[c] = static_cast<P>(w[0]) * image.v[c];
-        for (int64_t b = 0; b < call.branches; ++b) {
-          const Chain<C, T, P> chain =
-              chain_at<C, T, P>(call, n * call.branches + b, decoded, slots, stages, depth);
-          const Pixel<P> a = value_at(chain, depth, y, x);
-          for (int c = 0; c < C; ++c) mix[c] = mix[c] + static_cast<P>(w[b + 1]) * a.v[c];
+    const Chain<C, T, P> first = chain_at<C, T, P>(call, n * call.branches, decoded, slots,
+                                                   stages, static_cast<int>(call.depth));
+    out_t* sample = out + n * os.sample;
+    if constexpr (L == Layout::kStrided) {
+      for (int j = 0; j < kPixelsPerThread; ++j) {
+        const int64_t p = block_first_pixel() + j * kThreads + threadIdx.x;
+        if (p >= pixels) break;
+        const int64_t y = p / call.width, x = p - y * call.width;
+        const Pixel<P> v = output_value(call, decoded, slots, stages, first, n, y, x);
+        for (int c = 0; c < C; ++c) {
+          sample[c * os.channel + y * os.row + x * os.column] =
+              photo::convert<T, out_t, P>(v.v[c], o, c);
         }
-        for (int c = 0; c < C; ++c) v.v[c] = mixed_value<T>(mix[c]);
       }
-      for (int c = 0; c < C; ++c) {
-        out[n * os.sample + c * os.channel + y * os.row + x * os.column] =
-            photo::convert<T, out_t, P>(v.v[c], o, c);
+    } else {
+      const int64_t start = block_first_pixel() + threadIdx.x * kPixelsPerThread;
+      if (start >= pixels) continue;
+      // planar: a run a channel; interleaved: one run of the four pixels' channels
+      constexpr int kRuns = L == Layout::kPlanar ? C : 1;
+      constexpr int kRun = L == Layout::kPlanar ? kPixelsPerThread : kPixelsPerThread * C;
+      Chunk<out_t, kRun> runs[kRuns];
+      for (int j = 0; j < kPixelsPerThread; ++j) {
+        const int64_t y = (start + j) / call.width, x = start + j - y * call.width;
+        const Pixel<P> v = output_value(call, decoded, slots, stages, first, n, y, x);
+        for (int c = 0; c < C; ++c) {
+          const out_t value = photo::convert<T, out_t, P>(v.v[c], o, c);
+          if constexpr (L == Layout::kPlanar) {
+            runs[c].v[j] = value;
+          } else {
+            runs[0].v[j * C + c] = value;
+          }
+        }
+      }
+      if constexpr (L == Layout::kPlanar) {
+        for (int c = 0; c < C; ++c) store_chunk(sample + c * os.channel + start, runs[c]);
+      } else {
+        store_chunk(sample + start * C, runs[0]);
       }
     }
   }
+}
+
+// The output's layout: packed where a thread's four pixels are consecutive in memory and start on
+// a whole word in every sample (and channel).
+template <int C, typename out_t>
+Layout output_layout(const at::Tensor& out, const OutStrides& os, int64_t height, int64_t width) {
+  const int64_t pixels = height * width;
+  const auto word_aligned = reinterpret_cast<uintptr_t>(out.const_data_ptr()) % 16 == 0;
+  if (pixels % kPixelsPerThread != 0 || os.sample % kPixelsPerThread != 0 || !word_aligned) {
+    return Layout::kStrided;
+  }
+  if (os.column == 1 && os.row == width && os.channel % kPixelsPerThread == 0) {
+    return Layout::kPlanar;
+  }
+  if (os.channel == 1 && os.column == C && os.row == width * C) return Layout::kInterleaved;
+  return Layout::kStrided;
 }
 
 template <int C, typename T, typename out_t>
@@ -242,7 +312,12 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
     if (s > 0) {
       const dim3 grid(pixel_blocks,
                       static_cast<unsigned>(std::min<int64_t>(call.chains(), 65535)));
-      stage_kernel<C, T, P><<<grid, kThreads, 0, stream>>>(call, decoded, slots, stages, s);
+      if (pixels % kPixelsPerThread == 0) {
+        stage_kernel<C, T, P, true><<<grid, kThreads, 0, stream>>>(call, decoded, slots, stages, s);
+      } else {
+        stage_kernel<C, T, P, false><<<grid, kThreads, 0, stream>>>(call, decoded, slots, stages,
+                                                                    s);
+      }
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     // the r-th reduction in stage s lies past r reductions and s stage bases: r + s < depth
@@ -255,9 +330,22 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
   }
   const dim3 grid(pixel_blocks, static_cast<unsigned>(std::min<int64_t>(call.samples, 65535)));
   const OutStrides os{out.stride(0), out.stride(1), out.stride(2), out.stride(3)};
-  output_kernel<C, T, out_t, P><<<grid, kThreads, 0, stream>>>(
-      call, decoded, slots, stages, out.mutable_data_ptr<out_t>(), os,
-      photometric_output<P>(mean, stddev));
+  const auto launch = [&](auto layout) {
+    output_kernel<C, T, out_t, P, decltype(layout)::value><<<grid, kThreads, 0, stream>>>(
+        call, decoded, slots, stages, out.mutable_data_ptr<out_t>(), os,
+        photometric_output<P>(mean, stddev));
+  };
+  switch (output_layout<C, out_t>(out, os, call.height, call.width)) {
+    case Layout::kPlanar:
+      launch(std::integral_constant<Layout, Layout::kPlanar>{});
+      break;
+    case Layout::kInterleaved:
+      launch(std::integral_constant<Layout, Layout::kInterleaved>{});
+      break;
+    case Layout::kStrided:
+      launch(std::integral_constant<Layout, Layout::kStrided>{});
+      break;
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
