@@ -122,6 +122,15 @@ def _signed(values: torch.Tensor, signed: torch.Tensor, u: torch.Tensor) -> torc
     return torch.where(signed & (u <= 0.5), -values, values)
 
 
+def _signed_outcomes(codes: torch.Tensor, values: torch.Tensor, signed: torch.Tensor
+                     ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Each (operation, magnitude bin, sign) of codes [K], values [K, M] and signed [K], equally
+    likely: their codes and signed magnitudes, [K * M * 2] each (a uniform index draws all three
+    at once, in one kernel)."""
+    magnitudes = torch.stack([values, torch.where(signed[:, None], -values, values)], -1)
+    return codes[:, None, None].expand(magnitudes.shape).flatten(), magnitudes.flatten()
+
+
 class _Policy(nn.Module):
     """A policy's draws (``_draw``) and its call: the op on [N, C, H, W] (a [C, H, W] image as
     one sample, a [..., T, C, H, W] video's frames sharing their sample's draws), chains of more
@@ -160,6 +169,13 @@ class _Policy(nn.Module):
     def _uniforms(self, shape: List[int], image: torch.Tensor) -> torch.Tensor:
         _check_generator(type(self).__name__, self.generator, image)
         return _rand(shape, image, self.generator)
+
+    def _indices(self, high: int, shape: List[int], image: torch.Tensor) -> torch.Tensor:
+        """Uniform integers in 0..high - 1."""
+        _check_generator(type(self).__name__, self.generator, image)
+        if self.generator is None:  # randint(generator=None) does not trace with symbolic sizes
+            return torch.randint(high, shape, device=image.device)
+        return torch.randint(high, shape, device=image.device, generator=self.generator)
 
     def _draw(self, image: torch.Tensor, count: int) -> Dict[str, torch.Tensor]:
         raise NotImplementedError
@@ -213,14 +229,14 @@ class TrivialAugmentWide(_Policy):
 
     def _draw(self, image: torch.Tensor, count: int) -> Dict[str, torch.Tensor]:
         h, w = image.shape[-2:]
-        codes, table, signed = self._space_tables(_TRIVIAL_SPACE, self.num_magnitude_bins, h, w,
-                                                  image.device)
-        u = self._uniforms([count, 3], image)
-        op = _randint(u[:, 0], len(_TRIVIAL_SPACE))
-        magnitude = table[op, _randint(u[:, 1], self.num_magnitude_bins)]
-        magnitude = _signed(magnitude, signed[op], u[:, 2])
-        return {"operations": codes[op].view(count, 1, 1),
-                "magnitudes": magnitude.view(count, 1, 1)}
+        key = ("trivial", self.num_magnitude_bins, h, w, image.device)
+        if key not in self._cached:
+            tables = _tables(_TRIVIAL_SPACE, self.num_magnitude_bins, h, w)
+            self._cached[key] = tuple(t.to(image.device) for t in _signed_outcomes(*tables))
+        codes, magnitudes = self._cached[key]
+        pick = self._indices(codes.numel(), [count], image)
+        return {"operations": codes[pick].view(count, 1, 1),
+                "magnitudes": magnitudes[pick].view(count, 1, 1)}
 
 
 class RandAugment(_Policy):
@@ -249,12 +265,14 @@ class RandAugment(_Policy):
         if self.num_ops == 0:
             zeros = torch.zeros([count, 1, 1], dtype=torch.int64, device=image.device)
             return {"operations": zeros, "magnitudes": zeros.double()}
-        codes, table, signed = self._space_tables(_RANDAUGMENT_SPACE, self.num_magnitude_bins,
-                                                  h, w, image.device)
-        u = self._uniforms([count, self.num_ops, 2], image)
-        op = _randint(u[..., 0], len(_RANDAUGMENT_SPACE))
-        magnitude = _signed(table[op, self.magnitude], signed[op], u[..., 1])
-        return {"operations": codes[op].unsqueeze(1), "magnitudes": magnitude.unsqueeze(1)}
+        key = ("rand", self.num_magnitude_bins, self.magnitude, h, w, image.device)
+        if key not in self._cached:
+            codes, table, signed = _tables(_RANDAUGMENT_SPACE, self.num_magnitude_bins, h, w)
+            outcomes = _signed_outcomes(codes, table[:, self.magnitude:self.magnitude + 1], signed)
+            self._cached[key] = tuple(t.to(image.device) for t in outcomes)
+        codes, magnitudes = self._cached[key]
+        pick = self._indices(codes.numel(), [count, self.num_ops], image)
+        return {"operations": codes[pick].unsqueeze(1), "magnitudes": magnitudes[pick].unsqueeze(1)}
 
 
 # AutoAugment's sub-policies (Cubuk et al., 2019; torchvision's order): "name probability
@@ -323,38 +341,47 @@ class AutoAugment(_Policy):
         self.policy = value
         self._sub_policies = _policies(value)
 
-    def _sub_policy_tables(self, height: int, width: int, device: torch.device
-                           ) -> Tuple[torch.Tensor, ...]:
-        """codes, magnitudes, probabilities (float32) and signed flags, [25, 2] each."""
+    def _outcome_tables(self, height: int, width: int, device: torch.device
+                        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every outcome of a draw with a chance: sub-policy, whether each operation applies and
+        its sign: codes [M, 2], magnitudes [M, 2] (float64) and the chances' running sums [M]
+        (float64, the last raised to 2: above any uniform)."""
         key = ("policy", height, width, device)
         if key not in self._cached:
-            codes, values, probabilities, signed = [], [], [], []
+            codes, magnitudes, chances = [], [], []
             for sub in self._sub_policies:
+                branches = []
                 for name, p, index in sub:
-                    magnitudes, is_signed = _AUTOAUGMENT_SPACE[name]
-                    table = magnitudes(10, height, width)
-                    codes.append(_CODE[name])
-                    values.append(0.0 if table is None else float(table[index]))
-                    probabilities.append(p)
-                    signed.append(is_signed and table is not None)
-            shape = (len(self._sub_policies), 2)
-            self._cached[key] = (
-                torch.tensor(codes).view(shape).to(device),
-                torch.tensor(values, dtype=torch.float64).view(shape).to(device),
-                torch.tensor(probabilities, dtype=torch.float32).view(shape).to(device),
-                torch.tensor(signed).view(shape).to(device))
+                    values, is_signed = _AUTOAUGMENT_SPACE[name]
+                    table = values(10, height, width)
+                    value = 0.0 if table is None else float(table[index])
+                    signs = (1.0, -1.0) if is_signed and table is not None else (1.0,)
+                    branches.append([(0, 0.0, 1.0 - p)] +
+                                    [(_CODE[name], s * value, p / len(signs)) for s in signs])
+                for code0, value0, p0 in branches[0]:
+                    for code1, value1, p1 in branches[1]:
+                        if p0 * p1 > 0:
+                            codes.append([code0, code1])
+                            magnitudes.append([value0, value1])
+                            chances.append(p0 * p1 / len(self._sub_policies))
+            sums = torch.tensor(chances, dtype=torch.float64).cumsum(0)
+            sums[-1] = 2.0
+            self._cached[key] = (torch.tensor(codes).to(device),
+                                 torch.tensor(magnitudes, dtype=torch.float64).to(device),
+                                 sums.to(device))
         return self._cached[key]
 
     def _draw(self, image: torch.Tensor, count: int) -> Dict[str, torch.Tensor]:
         h, w = image.shape[-2:]
-        codes, values, probabilities, signed = self._sub_policy_tables(h, w, image.device)
-        u = self._uniforms([count, 5], image)
-        sub = _randint(u[:, 0], len(self._sub_policies))
-        applies = u[:, 1:3] <= probabilities[sub]
-        magnitude = _signed(values[sub], signed[sub], u[:, 3:5])
-        operations = torch.where(applies, codes[sub], 0)
-        magnitude = torch.where(applies, magnitude, 0.0)
-        return {"operations": operations.unsqueeze(1), "magnitudes": magnitude.unsqueeze(1)}
+        codes, magnitudes, sums = self._outcome_tables(h, w, image.device)
+        _check_generator(type(self).__name__, self.generator, image)
+        if self.generator is None:  # rand(generator=None) does not trace with symbolic sizes
+            u = torch.rand([count], device=image.device, dtype=torch.float64)
+        else:
+            u = torch.rand([count], device=image.device, dtype=torch.float64,
+                           generator=self.generator)
+        pick = torch.searchsorted(sums, u, right=True)
+        return {"operations": codes[pick].unsqueeze(1), "magnitudes": magnitudes[pick].unsqueeze(1)}
 
 
 class AugMix(_Policy):

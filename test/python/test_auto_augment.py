@@ -193,6 +193,50 @@ def test_policy_draws(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("policy", ["imagenet", "cifar10", "svhn"])
+def test_auto_augment_draws(device, policy):
+    """AutoAugment's operations come up in each slot as often as torchvision's sub-policies and
+    probabilities make them (within five standard deviations over 40000 samples), a signed
+    operation's sign about half the time, each with its sub-policy's magnitude."""
+    n = 40000
+    t = A.AutoAugment(policy, generator=torch.Generator(device).manual_seed(7))
+    params = t.sample_params(torch.zeros([n, 3, 32, 32], dtype=torch.uint8, device=device))
+    operations, magnitudes = params["operations"][:, 0].cpu(), params["magnitudes"][:, 0].cpu()
+    subs = V2.AutoAugment(getattr(V2.AutoAugmentPolicy, policy.upper()))._policies
+    for slot in range(2):
+        expected = torch.zeros(len(A.NAMES), dtype=torch.float64)
+        for sub in subs:
+            name, p, _ = sub[slot]
+            expected[A.NAMES.index(name)] += p / len(subs)
+            expected[0] += (1 - p) / len(subs)
+        counts = torch.bincount(operations[:, slot], minlength=len(A.NAMES)).double()
+        sigma = (n * expected * (1 - expected)).sqrt()
+        assert ((counts - n * expected).abs() <= 5 * sigma + 1).all(), (slot, counts, n * expected)
+    rotated = magnitudes[operations == A.NAMES.index("Rotate")]
+    if rotated.numel() > 1000:
+        assert 0.45 < (rotated < 0).double().mean().item() < 0.55
+        allowed = {abs(float(m)) for m in torch.linspace(0, 30, 10)}
+        assert all(min(abs(abs(float(m)) - a) for a in allowed) < 1e-4 for m in rotated.unique())
+    assert (magnitudes[operations == 0] == 0).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_rand_augment_draws(device):
+    """RandAugment's num_ops operations a sample, each of its 14 about equally often, signed
+    magnitudes negative about half the time and always bin ``magnitude``'s value."""
+    t = A.RandAugment(num_ops=3, magnitude=5)
+    params = t.sample_params(torch.zeros([14000, 3, 8, 8], dtype=torch.uint8, device=device))
+    operations, magnitudes = params["operations"].cpu(), params["magnitudes"].cpu()
+    assert operations.shape == (14000, 1, 3)
+    counts = torch.bincount(operations.flatten(), minlength=len(A.NAMES))
+    used = counts[[A.NAMES.index(k) for k in A._RANDAUGMENT_SPACE]]
+    assert used.sum() == 42000 and used.min() > 2700 and used.max() < 3300, counts.tolist()
+    rotated = magnitudes[operations == A.NAMES.index("Rotate")]
+    assert 0.45 < (rotated < 0).double().mean().item() < 0.55
+    assert torch.allclose(rotated.abs(), torch.tensor(30 * 5 / 30, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("side", [(16, 20), (15, 17)])
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("channels", [1, 3])
