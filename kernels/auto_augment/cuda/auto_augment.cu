@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // The output's layout: packed where a thread's four pixels are consecutive in memory and start on
 // a whole word in every sample (and channel).
-template <int C, typename out_t>
+template <int C>
 Layout output_layout(const at::Tensor& out, const OutStrides& os, int64_t height, int64_t width) {
   const int64_t pixels = height * width;
   const auto word_aligned = reinterpret_cast<uintptr_t>(out.const_data_ptr()) % 16 == 0;
@@ -335,7 +335,7 @@ void run(const at::Tensor& out, const at::Tensor& image, const Call& call,
         call, decoded, slots, stages, out.mutable_data_ptr<out_t>(), os,
         photometric_output<P>(mean, stddev));
   };
-  switch (output_layout<C, out_t>(out, os, call.height, call.width)) {
+  switch (output_layout<C>(out, os, call.height, call.width)) {
     case Layout::kPlanar:
       launch(std::integral_constant<Layout, Layout::kPlanar>{});
       break;
