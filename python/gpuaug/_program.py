@@ -166,11 +166,11 @@ def _check_generator(owner: str, generator: Optional[torch.Generator],
             f"a torch.Generator({image.device.type!r}) or none")
 
 
-def _rand(shape: List[int], image: torch.Tensor,
-          generator: Optional[torch.Generator]) -> torch.Tensor:
+def _rand(shape: List[int], image: torch.Tensor, generator: Optional[torch.Generator],
+          dtype: torch.dtype = torch.float32) -> torch.Tensor:
     if generator is None:  # rand(generator=None) does not trace with symbolic sizes
-        return torch.rand(shape, device=image.device, dtype=torch.float32)
-    return torch.rand(shape, device=image.device, dtype=torch.float32, generator=generator)
+        return torch.rand(shape, device=image.device, dtype=dtype)
+    return torch.rand(shape, device=image.device, dtype=dtype, generator=generator)
 
 
 def _in_ranges(u: torch.Tensor, ranges: torch.Tensor) -> torch.Tensor:

@@ -166,9 +166,10 @@ class _Policy(nn.Module):
             self._cached[key] = tuple(t.to(device) for t in _tables(space, bins, height, width))
         return self._cached[key]
 
-    def _uniforms(self, shape: List[int], image: torch.Tensor) -> torch.Tensor:
+    def _uniforms(self, shape: List[int], image: torch.Tensor,
+                  dtype: torch.dtype = torch.float32) -> torch.Tensor:
         _check_generator(type(self).__name__, self.generator, image)
-        return _rand(shape, image, self.generator)
+        return _rand(shape, image, self.generator, dtype)
 
     def _indices(self, high: int, shape: List[int], image: torch.Tensor) -> torch.Tensor:
         """Uniform integers in 0..high - 1."""
@@ -374,13 +375,7 @@ class AutoAugment(_Policy):
     def _draw(self, image: torch.Tensor, count: int) -> Dict[str, torch.Tensor]:
         h, w = image.shape[-2:]
         codes, magnitudes, sums = self._outcome_tables(h, w, image.device)
-        _check_generator(type(self).__name__, self.generator, image)
-        if self.generator is None:  # rand(generator=None) does not trace with symbolic sizes
-            u = torch.rand([count], device=image.device, dtype=torch.float64)
-        else:
-            u = torch.rand([count], device=image.device, dtype=torch.float64,
-                           generator=self.generator)
-        pick = torch.searchsorted(sums, u, right=True)
+        pick = torch.searchsorted(sums, self._uniforms([count], image, torch.float64), right=True)
         return {"operations": codes[pick].unsqueeze(1), "magnitudes": magnitudes[pick].unsqueeze(1)}
 
 
