@@ -9,7 +9,7 @@ replays them. For each sample the result is torchvision's ``_apply_image_or_vide
 each operation in turn (and AugMix's mixture) for that image."""
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -159,12 +159,18 @@ class _Policy(nn.Module):
         return ", ".join(f"{k}={getattr(self, k)}" for k in names
                          if k in ("interpolation",) or getattr(self, k) is not None)
 
-    def _space_tables(self, space: Dict[str, tuple], bins: int, height: int, width: int,
-                      device: torch.device) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        key = (id(space), bins, height, width, device)
+    def _on_device(self, key: tuple, device: torch.device,
+                   make: Callable[[], Tuple[torch.Tensor, ...]]) -> Tuple[torch.Tensor, ...]:
+        """Tables made once a key and device: on the CPU, then moved."""
+        key = key + (device,)
         if key not in self._cached:
-            self._cached[key] = tuple(t.to(device) for t in _tables(space, bins, height, width))
+            self._cached[key] = tuple(t.to(device) for t in make())
         return self._cached[key]
+
+    def _space_tables(self, space: Dict[str, tuple], bins: int, height: int, width: int,
+                      device: torch.device) -> Tuple[torch.Tensor, ...]:
+        return self._on_device((id(space), bins, height, width), device,
+                               lambda: _tables(space, bins, height, width))
 
     def _uniforms(self, shape: List[int], image: torch.Tensor,
                   dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -230,11 +236,10 @@ class TrivialAugmentWide(_Policy):
 
     def _draw(self, image: torch.Tensor, count: int) -> Dict[str, torch.Tensor]:
         h, w = image.shape[-2:]
-        key = ("trivial", self.num_magnitude_bins, h, w, image.device)
-        if key not in self._cached:
-            tables = _tables(_TRIVIAL_SPACE, self.num_magnitude_bins, h, w)
-            self._cached[key] = tuple(t.to(image.device) for t in _signed_outcomes(*tables))
-        codes, magnitudes = self._cached[key]
+        bins = self.num_magnitude_bins
+        codes, magnitudes = self._on_device(
+            ("trivial", bins, h, w), image.device,
+            lambda: _signed_outcomes(*_tables(_TRIVIAL_SPACE, bins, h, w)))
         pick = self._indices(codes.numel(), [count], image)
         return {"operations": codes[pick].view(count, 1, 1),
                 "magnitudes": magnitudes[pick].view(count, 1, 1)}
@@ -266,12 +271,12 @@ class RandAugment(_Policy):
         if self.num_ops == 0:
             zeros = torch.zeros([count, 1, 1], dtype=torch.int64, device=image.device)
             return {"operations": zeros, "magnitudes": zeros.double()}
-        key = ("rand", self.num_magnitude_bins, self.magnitude, h, w, image.device)
-        if key not in self._cached:
-            codes, table, signed = _tables(_RANDAUGMENT_SPACE, self.num_magnitude_bins, h, w)
-            outcomes = _signed_outcomes(codes, table[:, self.magnitude:self.magnitude + 1], signed)
-            self._cached[key] = tuple(t.to(image.device) for t in outcomes)
-        codes, magnitudes = self._cached[key]
+        bins, m = self.num_magnitude_bins, self.magnitude
+
+        def outcomes() -> Tuple[torch.Tensor, torch.Tensor]:
+            codes, table, signed = _tables(_RANDAUGMENT_SPACE, bins, h, w)
+            return _signed_outcomes(codes, table[:, m:m + 1], signed)
+        codes, magnitudes = self._on_device(("rand", bins, m, h, w), image.device, outcomes)
         pick = self._indices(codes.numel(), [count, self.num_ops], image)
         return {"operations": codes[pick].unsqueeze(1), "magnitudes": magnitudes[pick].unsqueeze(1)}
 
@@ -324,6 +329,32 @@ def _policies(policy: str) -> List[List[Tuple[str, float, Optional[int]]]]:
     return subs
 
 
+def _outcomes(sub_policies: List[List[Tuple[str, float, Optional[int]]]], height: int,
+              width: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every outcome of an AutoAugment draw with a chance (sub-policy, whether each operation
+    applies, its sign): codes [M, 2], magnitudes [M, 2] (float64) and the chances' running sums
+    [M] (float64, the last raised to 2: above any uniform)."""
+    codes, magnitudes, chances = [], [], []
+    for sub in sub_policies:
+        branches = []
+        for name, p, index in sub:
+            values, is_signed = _AUTOAUGMENT_SPACE[name]
+            table = values(10, height, width)
+            value = 0.0 if table is None else float(table[index])
+            signs = (1.0, -1.0) if is_signed and table is not None else (1.0,)
+            branches.append([(0, 0.0, 1.0 - p)] +
+                            [(_CODE[name], s * value, p / len(signs)) for s in signs])
+        for code0, value0, p0 in branches[0]:
+            for code1, value1, p1 in branches[1]:
+                if p0 * p1 > 0:
+                    codes.append([code0, code1])
+                    magnitudes.append([value0, value1])
+                    chances.append(p0 * p1 / len(sub_policies))
+    sums = torch.tensor(chances, dtype=torch.float64).cumsum(0)
+    sums[-1] = 2.0
+    return torch.tensor(codes), torch.tensor(magnitudes, dtype=torch.float64), sums
+
+
 class AutoAugment(_Policy):
     """torchvision.transforms.v2.AutoAugment (``policy`` IMAGENET, CIFAR10 or SVHN), each sample
     drawing its sub-policy (one of 25), whether each of its two operations applies, and their
@@ -342,39 +373,10 @@ class AutoAugment(_Policy):
         self.policy = value
         self._sub_policies = _policies(value)
 
-    def _outcome_tables(self, height: int, width: int, device: torch.device
-                        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Every outcome of a draw with a chance: sub-policy, whether each operation applies and
-        its sign: codes [M, 2], magnitudes [M, 2] (float64) and the chances' running sums [M]
-        (float64, the last raised to 2: above any uniform)."""
-        key = ("policy", height, width, device)
-        if key not in self._cached:
-            codes, magnitudes, chances = [], [], []
-            for sub in self._sub_policies:
-                branches = []
-                for name, p, index in sub:
-                    values, is_signed = _AUTOAUGMENT_SPACE[name]
-                    table = values(10, height, width)
-                    value = 0.0 if table is None else float(table[index])
-                    signs = (1.0, -1.0) if is_signed and table is not None else (1.0,)
-                    branches.append([(0, 0.0, 1.0 - p)] +
-                                    [(_CODE[name], s * value, p / len(signs)) for s in signs])
-                for code0, value0, p0 in branches[0]:
-                    for code1, value1, p1 in branches[1]:
-                        if p0 * p1 > 0:
-                            codes.append([code0, code1])
-                            magnitudes.append([value0, value1])
-                            chances.append(p0 * p1 / len(self._sub_policies))
-            sums = torch.tensor(chances, dtype=torch.float64).cumsum(0)
-            sums[-1] = 2.0
-            self._cached[key] = (torch.tensor(codes).to(device),
-                                 torch.tensor(magnitudes, dtype=torch.float64).to(device),
-                                 sums.to(device))
-        return self._cached[key]
-
     def _draw(self, image: torch.Tensor, count: int) -> Dict[str, torch.Tensor]:
         h, w = image.shape[-2:]
-        codes, magnitudes, sums = self._outcome_tables(h, w, image.device)
+        codes, magnitudes, sums = self._on_device(
+            ("policy", h, w), image.device, lambda: _outcomes(self._sub_policies, h, w))
         pick = torch.searchsorted(sums, self._uniforms([count], image, torch.float64), right=True)
         return {"operations": codes[pick].unsqueeze(1), "magnitudes": magnitudes[pick].unsqueeze(1)}
 
